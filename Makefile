@@ -1,0 +1,96 @@
+# Strata build. Everything is bootstrapped from Maven Central and PyPI: sbt's launcher comes through mvn,
+# the Python tooling through pip into .venv. `make demo` and `make test` work on a machine with only
+# java 17, mvn and python3.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+
+VERSION      := $(shell cat VERSION)
+SBT_VERSION  := $(shell sed -n 's/^sbt.version=//p' project/build.properties)
+BUILD_DIR    := build
+SBT_LAUNCH   := $(BUILD_DIR)/sbt-launch-$(SBT_VERSION).jar
+SBT_REPOS    := $(BUILD_DIR)/sbt-repositories
+MAVEN_REPO   := $(shell project/maven-repo-url.sh)
+PY           ?= python3
+VENV         := .venv
+VPY          := $(VENV)/bin/python
+JAR_SRC      := jvm/target/scala-2.13/strata-spark_2.13-$(VERSION).jar
+PKG_JAR      := python/src/strata/jars/strata-spark.jar
+WHEEL        := $(BUILD_DIR)/dist/strata-$(VERSION)-py3-none-any.whl
+JVM_SOURCES  := $(shell find jvm/src/main -type f 2>/dev/null) build.sbt VERSION project/build.properties
+PY_SOURCES   := $(shell find python/src -type f -name '*.py' -o -name 'py.typed' 2>/dev/null) python/pyproject.toml python/setup.py VERSION
+
+# JVM proxy flags from the usual environment variables, so sbt and the JVMs it starts take the route mvn takes.
+define proxy_opts
+$(shell for v in "$${https_proxy:-$$HTTPS_PROXY}:https" "$${http_proxy:-$$HTTP_PROXY}:http"; do \
+  url=$${v%:*}; scheme=$${v##*:}; [ -n "$$url" ] || continue; hp=$${url#*://}; hp=$${hp#*@}; hp=$${hp%%/*}; \
+  printf -- '-D%s.proxyHost=%s -D%s.proxyPort=%s ' $$scheme $${hp%%:*} $$scheme $${hp##*:}; done)
+endef
+
+SBT_OPTS ?= -Xmx3g -Xss4m
+SBT := java $(SBT_OPTS) $(call proxy_opts) \
+  -Dsbt.repository.config=$(SBT_REPOS) -Dsbt.override.build.repos=true \
+  -Dsbt.server.autostart=false -Dsbt.supershell=false -Dsbt.color=false -Dsbt.ci=true \
+  -jar $(SBT_LAUNCH)
+
+.PHONY: build demo test test-jvm test-python typecheck jar wheel sbt clean bench
+
+## build: bootstrap sbt, build the connector jar, create .venv and install the strata wheel into it
+build: $(VENV)/.installed
+
+## demo: build, then run examples/quickstart.py on local Spark
+demo: build
+	$(VPY) examples/quickstart.py
+
+## test: build, then run every test (scalatest, pytest, mypy --strict)
+test: build test-jvm typecheck test-python
+
+test-jvm: $(SBT_LAUNCH) $(SBT_REPOS)
+	$(SBT) jvm/test < /dev/null
+
+test-python: build
+	$(VENV)/bin/pytest -q tests
+
+typecheck: build
+	$(VENV)/bin/mypy --strict python/src/strata
+
+jar: $(PKG_JAR)
+wheel: $(WHEEL)
+
+$(SBT_LAUNCH):
+	@mkdir -p $(BUILD_DIR)
+	mvn -q -B dependency:copy -Dartifact=org.scala-sbt:sbt-launch:$(SBT_VERSION) -DoutputDirectory=$(BUILD_DIR)
+	@test -f $@
+
+$(SBT_REPOS): project/maven-repo-url.sh
+	@mkdir -p $(BUILD_DIR)
+	printf '[repositories]\n  local\n  maven-central: %s\n' "$(MAVEN_REPO)" > $@
+
+$(JAR_SRC): $(SBT_LAUNCH) $(SBT_REPOS) $(JVM_SOURCES)
+	$(SBT) jvm/package < /dev/null
+	@touch $@
+
+$(PKG_JAR): $(JAR_SRC)
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+$(VENV)/.deps: python/requirements-dev.txt
+	test -x $(VPY) || $(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q -r python/requirements-dev.txt
+	@touch $@
+
+$(WHEEL): $(VENV)/.deps $(PKG_JAR) $(PY_SOURCES)
+	@rm -rf $(BUILD_DIR)/dist python/build python/src/*.egg-info
+	$(VPY) -m build --no-isolation --sdist --wheel --outdir $(BUILD_DIR)/dist python > $(BUILD_DIR)/wheel.log 2>&1 || (cat $(BUILD_DIR)/wheel.log; exit 1)
+	@test -f $@
+
+$(VENV)/.installed: $(WHEEL)
+	$(VPY) -m pip install -q --force-reinstall --no-deps $(WHEEL)
+	@touch $@
+
+## sbt: an sbt shell with the same bootstrap (for development)
+sbt: $(SBT_LAUNCH) $(SBT_REPOS)
+	java $(SBT_OPTS) $(call proxy_opts) -Dsbt.repository.config=$(SBT_REPOS) -Dsbt.override.build.repos=true -jar $(SBT_LAUNCH)
+
+clean:
+	rm -rf $(BUILD_DIR) jvm/target target project/target project/project python/src/strata/jars $(VENV)

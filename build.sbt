@@ -1,0 +1,46 @@
+// Strata: transactional Delta-protocol table writes for Spark 4.1.1.
+// One JVM module (jvm/); the Python package in python/ carries the jar this builds.
+
+lazy val sparkVersion = "4.1.1"
+
+ThisBuild / scalaVersion := "2.13.17"
+ThisBuild / organization := "io.strata"
+ThisBuild / version := IO.read(file("VERSION")).trim
+
+// Spark 4.1 on Java 17 needs these opens for its unsafe and reflection-based internals.
+lazy val sparkJavaOpens = Seq(
+  "java.base/java.lang", "java.base/java.lang.invoke", "java.base/java.lang.reflect", "java.base/java.io",
+  "java.base/java.net", "java.base/java.nio", "java.base/java.util", "java.base/java.util.concurrent",
+  "java.base/java.util.concurrent.atomic", "java.base/jdk.internal.ref", "java.base/sun.nio.ch",
+  "java.base/sun.nio.cs", "java.base/sun.security.action", "java.base/sun.util.calendar"
+).map(p => s"--add-opens=$p=ALL-UNNAMED") :+ "-Djdk.reflect.useDirectMethodHandle=false"
+
+lazy val root = (project in file("."))
+  .aggregate(jvm)
+  .settings(publish / skip := true)
+
+lazy val jvm = (project in file("jvm"))
+  .settings(
+    name := "strata-spark",
+    libraryDependencies ++= Seq(
+      // Everything at run time comes from Spark's own distribution: the jar stays thin.
+      "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
+      "org.scalatest" %% "scalatest" % "3.2.19" % Test
+    ),
+    scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature", "-Wunused:imports"),
+    javacOptions ++= Seq("--release", "17"),
+    Compile / packageBin / packageOptions +=
+      Package.ManifestAttributes("Implementation-Title" -> "strata-spark", "Implementation-Version" -> version.value),
+    // Let the code know its own version (checked against the Python package at session set-up).
+    Compile / resourceGenerators += Def.task {
+      val out = (Compile / resourceManaged).value / "io" / "strata" / "strata-version.properties"
+      IO.write(out, s"version=${version.value}\n")
+      Seq(out)
+    }.taskValue,
+    Test / fork := true,
+    Test / javaOptions ++= sparkJavaOpens ++ Seq("-Xmx3g", "-Xss4m", "-XX:+UseParallelGC"),
+    Test / parallelExecution := false,
+    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oDF"),
+    // The tests start child JVMs with the same class path and flags.
+    Test / envVars := Map("STRATA_TEST_JAVA_OPTS" -> sparkJavaOpens.mkString(" "))
+  )

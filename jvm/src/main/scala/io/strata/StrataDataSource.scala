@@ -1,0 +1,61 @@
+package io.strata
+
+import io.strata.config.StrataOptions
+import io.strata.log.{InvalidTableOperationException, TableLog}
+import io.strata.read.SnapshotReader
+import io.strata.shim.SparkInternals
+import io.strata.write.WriteMode
+import io.strata.write.v1.V1TableWriter
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.{DataFrame, SQLContext, SaveMode}
+import org.apache.spark.sql.sources.{BaseRelation, CreatableRelationProvider, DataSourceRegister, RelationProvider}
+
+/**
+ * `format("strata")`: path-based reads and the DataSource V1 write path
+ * (DataFrameWriter -> CreatableRelationProvider -> FileFormatWriter -> one log commit).
+ */
+class StrataDataSource extends DataSourceRegister with CreatableRelationProvider with RelationProvider {
+  override def shortName(): String = "strata"
+
+  override def createRelation(sqlContext: SQLContext, parameters: Map[String, String]): BaseRelation = {
+    val spark = sqlContext.sparkSession
+    val options = StrataOptions.parseRead(parameters)
+    val log = tableLog(sqlContext, parameters)
+    SnapshotReader.relation(spark, SnapshotReader.snapshotFor(spark, log, options))
+  }
+
+  override def createRelation(sqlContext: SQLContext, mode: SaveMode, parameters: Map[String, String],
+                              data: DataFrame): BaseRelation = {
+    val options = StrataOptions.parseWrite(parameters)
+    val log = tableLog(sqlContext, parameters)
+    val exists = log.exists
+    mode match {
+      case SaveMode.ErrorIfExists if exists => throw new InvalidTableOperationException(
+        s"Table ${log.tablePath} already exists (save mode ErrorIfExists). Use mode 'append' or 'overwrite'.")
+      case SaveMode.Ignore if exists => // nothing to do
+      case _ =>
+        if (!exists) refuseForeignFiles(log)
+        val writeMode = if (mode == SaveMode.Overwrite) WriteMode.Overwrite else WriteMode.Append
+        V1TableWriter.write(log, data, writeMode, options)
+    }
+    SnapshotReader.relation(sqlContext.sparkSession, log.snapshot())
+  }
+
+  private def tableLog(sqlContext: SQLContext, parameters: Map[String, String]): TableLog = {
+    val path = parameters.find(_._1.equalsIgnoreCase(StrataOptions.Path)).map(_._2).getOrElse(
+      throw new InvalidTableOperationException("A path is required: use .save(path) / .load(path)."))
+    TableLog.forPath(new Path(path), SparkInternals.hadoopConf(sqlContext.sparkSession, Map.empty))
+  }
+
+  /** A new table must not be created over files that are not part of any table: they would silently mix. */
+  private def refuseForeignFiles(log: TableLog): Unit = {
+    val fs = log.tablePath.getFileSystem(log.conf)
+    if (fs.exists(log.tablePath)) {
+      val visible = fs.listStatus(log.tablePath).map(_.getPath.getName)
+        .filterNot(n => n.startsWith("_") || n.startsWith("."))
+      if (visible.nonEmpty) throw new InvalidTableOperationException(
+        s"${log.tablePath} holds files (${visible.take(3).mkString(", ")}${if (visible.length > 3) ", ..." else ""}) " +
+          "but no Strata/Delta log. Write to an empty or new location.")
+    }
+  }
+}

@@ -1,0 +1,48 @@
+package io.strata.api
+
+import io.strata.log.{ActionCodec, TableLog}
+import io.strata.shim.SparkInternals
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.{DataFrame, Row, SparkSession}
+import org.apache.spark.sql.types._
+
+import scala.jdk.CollectionConverters._
+
+/** JVM entry points for the Python package (py4j) and Scala users: table version and history by path. */
+object StrataTable {
+  private def log(spark: SparkSession, path: String): TableLog =
+    TableLog.forPath(new Path(path), SparkInternals.hadoopConf(spark, Map.empty))
+
+  /** The latest committed version of the table at `path`. */
+  def version(spark: SparkSession, path: String): Long = log(spark, path).snapshot().version
+
+  val HistorySchema: StructType = StructType(Seq(
+    StructField("version", LongType, nullable = false),
+    StructField("timestamp", TimestampType),
+    StructField("operation", StringType),
+    StructField("operationParameters", MapType(StringType, StringType)),
+    StructField("numFiles", LongType),
+    StructField("numOutputRows", LongType),
+    StructField("numOutputBytes", LongType),
+    StructField("userMetadata", StringType),
+    StructField("engineInfo", StringType)))
+
+  /** The table's commits, newest first (at most `limit`). */
+  def history(spark: SparkSession, path: String, limit: Int): DataFrame = {
+    val rows = log(spark, path).history(limit).map { c =>
+      val info = c.commitInfo.map(_.json)
+      def text(f: String) = info.flatMap(i => Option(i.get(f))).filterNot(_.isNull).map(_.asText).orNull
+      def metric(m: String): java.lang.Long = info.flatMap(i => Option(i.get("operationMetrics")))
+        .flatMap(ms => Option(ms.get(m))).map(n => java.lang.Long.valueOf(n.asText.toLong)).orNull
+      val params = info.flatMap(i => Option(i.get("operationParameters"))).map { p =>
+        p.properties.asScala.map(e => e.getKey -> (if (e.getValue.isTextual) e.getValue.asText
+          else ActionCodec.mapper.writeValueAsString(e.getValue))).toMap
+      }.orNull
+      Row(c.version, new java.sql.Timestamp(c.timestamp), text("operation"), params, metric("numFiles"),
+        metric("numOutputRows"), metric("numOutputBytes"), text("userMetadata"), text("engineInfo"))
+    }
+    spark.createDataFrame(rows.asJava, HistorySchema)
+  }
+
+  def history(spark: SparkSession, path: String): DataFrame = history(spark, path, Int.MaxValue)
+}

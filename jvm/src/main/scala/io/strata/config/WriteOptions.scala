@@ -1,0 +1,112 @@
+package io.strata.config
+
+import io.strata.log.InvalidTableOperationException
+
+import java.util.Locale
+
+/** Options of one write, parsed and validated before any Spark job starts. */
+final case class WriteOptions(
+    compression: String = "snappy",
+    maxRecordsPerFile: Option[Long] = None,
+    userMetadata: Option[String] = None,
+    txnAppId: Option[String] = None,
+    txnVersion: Option[Long] = None,
+    partitionColumns: Option[Seq[String]] = None) {
+  /** The idempotent-write marker, when both halves are given. */
+  def appTransaction: Option[(String, Long)] = for { a <- txnAppId; v <- txnVersion } yield (a, v)
+}
+
+/** Options of one read. */
+final case class ReadOptions(versionAsOf: Option[Long] = None, timestampAsOf: Option[String] = None)
+
+/**
+ * Every option Strata accepts, in one place. Unknown options are rejected with the closest known name, because a
+ * misspelt option that is silently ignored (as Spark and Delta do) writes the wrong table.
+ */
+object StrataOptions {
+  val Path = "path"
+  /** Set by DataFrameWriter.partitionBy (DataSourceUtils.PARTITIONING_COLUMNS_KEY). */
+  val PartitionColumns = "__partition_columns"
+  val Compression = "compression"
+  val MaxRecordsPerFile = "maxRecordsPerFile"
+  val UserMetadata = "userMetadata"
+  val TxnAppId = "txnAppId"
+  val TxnVersion = "txnVersion"
+  val VersionAsOf = "versionAsOf"
+  val TimestampAsOf = "timestampAsOf"
+
+  val Codecs: Seq[String] = Seq("snappy", "zstd", "gzip", "lz4", "lz4_raw", "uncompressed", "none")
+
+  private val writeKeys = Seq(Path, PartitionColumns, Compression, MaxRecordsPerFile, UserMetadata, TxnAppId, TxnVersion)
+  private val readKeys = Seq(Path, VersionAsOf, TimestampAsOf)
+  /** Options of delta-spark that Strata will support but does not yet: named so the error can say so. */
+  private val comingSoon = Seq("replaceWhere", "partitionOverwriteMode", "mergeSchema", "overwriteSchema", "dataChange")
+
+  def parseWrite(options: Map[String, String]): WriteOptions = {
+    val o = normalize(options, writeKeys)
+    val codec = o.get(lc(Compression)).map(_.toLowerCase(Locale.ROOT)).getOrElse("snappy")
+    if (!Codecs.contains(codec)) bad(Compression, o(lc(Compression)), Codecs.mkString("one of ", ", ", ""))
+    val maxRecords = o.get(lc(MaxRecordsPerFile)).map(v => positiveLong(MaxRecordsPerFile, v, allowZero = true))
+    val appId = o.get(lc(TxnAppId))
+    val txnVersion = o.get(lc(TxnVersion)).map(v => positiveLong(TxnVersion, v, allowZero = true))
+    if (appId.isDefined != txnVersion.isDefined) throw new InvalidTableOperationException(
+      s"Options $TxnAppId and $TxnVersion go together: set both (an application id and its monotonically " +
+        "increasing version) or neither.")
+    appId.foreach(a => if (a.trim.isEmpty) bad(TxnAppId, a, "a non-empty application id"))
+    val partitionCols = o.get(lc(PartitionColumns)).map(decodeColumns)
+    WriteOptions(if (codec == "none") "uncompressed" else codec, maxRecords.filter(_ > 0), o.get(lc(UserMetadata)),
+      appId, txnVersion, partitionCols)
+  }
+
+  def parseRead(options: Map[String, String]): ReadOptions = {
+    val o = normalize(options, readKeys)
+    val version = o.get(lc(VersionAsOf)).map(v => positiveLong(VersionAsOf, v, allowZero = true))
+    val ts = o.get(lc(TimestampAsOf))
+    if (version.isDefined && ts.isDefined) throw new InvalidTableOperationException(
+      s"Options $VersionAsOf and $TimestampAsOf cannot be used together: pick one.")
+    ReadOptions(version, ts)
+  }
+
+  /** Lower-cases keys and rejects anything not in `known`. */
+  private def normalize(options: Map[String, String], known: Seq[String]): Map[String, String] = {
+    val o = options.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
+    val knownLc = known.map(lc).toSet
+    o.keys.toSeq.sorted.find(k => !knownLc(k)).foreach { k =>
+      val original = options.keys.find(_.toLowerCase(Locale.ROOT) == k).getOrElse(k)
+      comingSoon.find(lc(_) == k) match {
+        case Some(name) => throw new InvalidTableOperationException(
+          s"Option '$name' is not supported by this version of Strata yet; nothing was written.")
+        case None =>
+          val closest = known.filterNot(_.startsWith("__")).minBy(c => editDistance(lc(c), k))
+          throw new InvalidTableOperationException(
+            s"Unknown option '$original'. Did you mean '$closest'? Known options: " +
+              known.filterNot(_.startsWith("__")).mkString(", ") + ".")
+      }
+    }
+    o
+  }
+
+  private def lc(s: String) = s.toLowerCase(Locale.ROOT)
+
+  private def bad(name: String, value: String, allowed: String): Nothing =
+    throw new InvalidTableOperationException(s"Option '$name' has invalid value '$value': it must be $allowed.")
+
+  private def positiveLong(name: String, v: String, allowZero: Boolean): Long =
+    v.trim.toLongOption.filter(x => x > 0 || (allowZero && x == 0))
+      .getOrElse(bad(name, v, if (allowZero) "a whole number >= 0" else "a whole number > 0"))
+
+  /** DataFrameWriter.partitionBy encodes the columns as a JSON array of strings. */
+  private def decodeColumns(json: String): Seq[String] = {
+    val node = io.strata.log.ActionCodec.mapper.readTree(json)
+    import scala.jdk.CollectionConverters._
+    node.elements.asScala.map(_.asText).toSeq
+  }
+
+  private[config] def editDistance(a: String, b: String): Int = {
+    val d = Array.tabulate(a.length + 1, b.length + 1)((i, j) => if (i == 0) j else if (j == 0) i else 0)
+    for (i <- 1 to a.length; j <- 1 to b.length) {
+      d(i)(j) = math.min(math.min(d(i - 1)(j) + 1, d(i)(j - 1) + 1), d(i - 1)(j - 1) + (if (a(i - 1) == b(j - 1)) 0 else 1))
+    }
+    d(a.length)(b.length)
+  }
+}

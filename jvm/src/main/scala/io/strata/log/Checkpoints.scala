@@ -1,0 +1,182 @@
+package io.strata.log
+
+import com.fasterxml.jackson.databind.JsonNode
+import com.fasterxml.jackson.databind.node.{JsonNodeFactory, ObjectNode}
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.parquet.example.data.Group
+import org.apache.parquet.example.data.simple.SimpleGroupFactory
+import org.apache.parquet.example.data.simple.convert.GroupRecordConverter
+import org.apache.parquet.hadoop.{ParquetFileReader, ParquetFileWriter}
+import org.apache.parquet.hadoop.example.ExampleParquetWriter
+import org.apache.parquet.hadoop.metadata.CompressionCodecName
+import org.apache.parquet.hadoop.util.{HadoopInputFile, HadoopOutputFile}
+import org.apache.parquet.io.ColumnIOFactory
+import org.apache.parquet.schema.{GroupType, LogicalTypeAnnotation, MessageType, MessageTypeParser, Type}
+import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName._
+
+import scala.jdk.CollectionConverters._
+
+/**
+ * Classic Parquet checkpoints (PROTOCOL.md, "Checkpoints"): one row per action, one struct column per action type.
+ * Rows are converted to and from the same JSON objects the commit files hold, so one codec ([[ActionCodec]])
+ * decides what an action means, whichever file it came from.
+ */
+object Checkpoints {
+  private val nodes = JsonNodeFactory.instance
+
+  /** The action columns of a checkpoint; everything else in a checkpoint file is ignored on read. */
+  val ActionColumns: Seq[String] = Seq("txn", "add", "remove", "metaData", "protocol", "domainMetadata")
+
+  private val stringMap = "optional group %s (MAP) { repeated group key_value { required binary key (STRING); " +
+    "optional binary value (STRING); } }"
+  private val stringList = "optional group %s (LIST) { repeated group list { optional binary element (STRING); } }"
+
+  /** The checkpoint schema Strata writes: what delta-spark writes, minus columns for features Strata does not write. */
+  val WriteSchema: MessageType = MessageTypeParser.parseMessageType(
+    s"""message checkpoint {
+       |  optional group txn { optional binary appId (STRING); optional int64 version; optional int64 lastUpdated; }
+       |  optional group add { optional binary path (STRING); ${stringMap.format("partitionValues")};
+       |    optional int64 size; optional int64 modificationTime; optional boolean dataChange;
+       |    ${stringMap.format("tags")}; optional binary stats (STRING); }
+       |  optional group remove { optional binary path (STRING); optional int64 deletionTimestamp;
+       |    optional boolean dataChange; optional boolean extendedFileMetadata; ${stringMap.format("partitionValues")};
+       |    optional int64 size; ${stringMap.format("tags")}; }
+       |  optional group metaData { optional binary id (STRING); optional binary name (STRING);
+       |    optional binary description (STRING);
+       |    optional group format { optional binary provider (STRING); ${stringMap.format("options")}; }
+       |    optional binary schemaString (STRING); ${stringList.format("partitionColumns")};
+       |    ${stringMap.format("configuration")}; optional int64 createdTime; }
+       |  optional group protocol { optional int32 minReaderVersion; optional int32 minWriterVersion;
+       |    ${stringList.format("readerFeatures")}; ${stringList.format("writerFeatures")}; }
+       |  optional group domainMetadata { optional binary domain (STRING); optional binary configuration (STRING);
+       |    optional boolean removed; }
+       |}""".stripMargin)
+
+  /** Reads every action of one checkpoint file (one part of a multi-part checkpoint). */
+  def read(path: Path, conf: Configuration): Iterator[Action] = {
+    val reader = ParquetFileReader.open(HadoopInputFile.fromPath(path, conf))
+    try {
+      val fileSchema = reader.getFooter.getFileMetaData.getSchema
+      val wanted = fileSchema.getFields.asScala.filter(f => ActionColumns.contains(f.getName)).toSeq
+      val projection = new MessageType(fileSchema.getName, wanted.asJava)
+      reader.setRequestedSchema(projection)
+      val out = Vector.newBuilder[Action]
+      var rowGroup = reader.readNextRowGroup()
+      while (rowGroup != null) {
+        val records = new ColumnIOFactory().getColumnIO(projection, fileSchema)
+          .getRecordReader(rowGroup, new GroupRecordConverter(projection))
+        var i = 0L
+        while (i < rowGroup.getRowCount) {
+          val row = records.read()
+          wanted.indices.foreach { c =>
+            if (row.getFieldRepetitionCount(c) > 0) {
+              out += ActionCodec.fromJson(wanted(c).getName, groupToJson(row.getGroup(c, 0)).asInstanceOf[ObjectNode])
+            }
+          }
+          i += 1
+        }
+        rowGroup = reader.readNextRowGroup()
+      }
+      out.result().iterator
+    } finally reader.close()
+  }
+
+  /** Writes `actions` as a single-file checkpoint at `path` (which must not exist). Returns its size in bytes. */
+  def write(path: Path, actions: Iterator[Action], conf: Configuration): Long = {
+    val factory = new SimpleGroupFactory(WriteSchema)
+    val writer = ExampleParquetWriter.builder(HadoopOutputFile.fromPath(path, conf))
+      .withType(WriteSchema).withConf(conf).withCompressionCodec(CompressionCodecName.SNAPPY)
+      .withWriteMode(ParquetFileWriter.Mode.CREATE).build()
+    try actions.foreach { a =>
+      val key = ActionCodec.key(a)
+      if (ActionColumns.contains(key)) {
+        val row = factory.newGroup()
+        fillGroup(row.addGroup(key), WriteSchema.getType(WriteSchema.getFieldIndex(key)).asGroupType, ActionCodec.toJson(a))
+        writer.write(row)
+      }
+    } finally writer.close()
+    path.getFileSystem(conf).getFileStatus(path).getLen
+  }
+
+  // ---- Parquet group <-> JSON ------------------------------------------------------------------------------------
+
+  private def isMap(t: GroupType) =
+    t.getLogicalTypeAnnotation == LogicalTypeAnnotation.mapType() ||
+      t.getOriginalType == org.apache.parquet.schema.OriginalType.MAP_KEY_VALUE
+  private def isList(t: GroupType) = t.getLogicalTypeAnnotation == LogicalTypeAnnotation.listType()
+
+  private def groupToJson(g: Group): JsonNode = {
+    val t = g.getType
+    if (isMap(t)) {
+      val o = nodes.objectNode()
+      (0 until g.getFieldRepetitionCount(0)).foreach { i =>
+        val kv = g.getGroup(0, i)
+        val k = kv.getString(0, 0)
+        if (kv.getFieldRepetitionCount(1) > 0) o.set[JsonNode](k, valueToJson(kv, 1, 0)) else o.putNull(k)
+      }
+      o
+    } else if (isList(t)) {
+      val a = nodes.arrayNode()
+      (0 until g.getFieldRepetitionCount(0)).foreach { i =>
+        val rep = t.getType(0)
+        if (rep.isPrimitive) a.add(valueToJson(g, 0, i)) // two-level legacy list
+        else {
+          val elem = g.getGroup(0, i)
+          if (elem.getFieldRepetitionCount(0) > 0) a.add(valueToJson(elem, 0, 0)) else a.addNull()
+        }
+      }
+      a
+    } else {
+      val o = nodes.objectNode()
+      (0 until t.getFieldCount).foreach { f =>
+        if (g.getFieldRepetitionCount(f) > 0) o.set[JsonNode](t.getFieldName(f), valueToJson(g, f, 0))
+      }
+      o
+    }
+  }
+
+  private def valueToJson(g: Group, field: Int, index: Int): JsonNode = {
+    val t: Type = g.getType.getType(field)
+    if (!t.isPrimitive) groupToJson(g.getGroup(field, index))
+    else t.asPrimitiveType.getPrimitiveTypeName match {
+      case BINARY | FIXED_LEN_BYTE_ARRAY => nodes.textNode(g.getString(field, index))
+      case INT32 => nodes.numberNode(g.getInteger(field, index))
+      case INT64 => nodes.numberNode(g.getLong(field, index))
+      case BOOLEAN => nodes.booleanNode(g.getBoolean(field, index))
+      case DOUBLE => nodes.numberNode(g.getDouble(field, index))
+      case FLOAT => nodes.numberNode(g.getFloat(field, index))
+      case INT96 => nodes.nullNode()
+    }
+  }
+
+  private def fillGroup(g: Group, t: GroupType, json: JsonNode): Unit = {
+    if (isMap(t)) {
+      json.properties.asScala.foreach { e =>
+        val kv = g.addGroup(0)
+        kv.add(0, e.getKey)
+        if (!e.getValue.isNull) kv.add(1, e.getValue.asText)
+      }
+    } else if (isList(t)) {
+      json.elements.asScala.foreach { v =>
+        val elem = g.addGroup(0)
+        if (!v.isNull) elem.add(0, v.asText)
+      }
+    } else {
+      (0 until t.getFieldCount).foreach { f =>
+        val v = json.get(t.getFieldName(f))
+        if (v != null && !v.isNull) {
+          val ft = t.getType(f)
+          if (!ft.isPrimitive) fillGroup(g.addGroup(f), ft.asGroupType, v)
+          else ft.asPrimitiveType.getPrimitiveTypeName match {
+            case BINARY => g.add(f, v.asText)
+            case INT32 => g.add(f, v.asInt)
+            case INT64 => g.add(f, v.asLong)
+            case BOOLEAN => g.add(f, v.asBoolean)
+            case other => throw new IllegalStateException(s"checkpoint schema has unexpected type $other")
+          }
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,129 @@
+package io.strata.log
+
+import java.io.{FileNotFoundException, IOException}
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.{Files, Paths, StandardOpenOption, FileAlreadyExistsException => NioExists}
+import java.util.UUID
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileAlreadyExistsException, FileContext, FileStatus, FileSystem, Options, Path}
+
+import scala.util.control.NonFatal
+
+/**
+ * Storage for `_delta_log`. The one guarantee a commit needs is [[putIfAbsent]]: create a file with its whole
+ * content only if no file of that name exists, atomically across processes, and never show a partial file.
+ * Which implementation serves a table is chosen by URI scheme in [[LogStore.forPath]].
+ */
+trait LogStore {
+  def fs: FileSystem
+
+  /** The lines of a log file. */
+  def read(path: Path): Seq[String] = {
+    val in = fs.open(path)
+    try new String(in.readAllBytes(), UTF_8).split("\n", -1).toSeq.filter(_.nonEmpty)
+    finally in.close()
+  }
+
+  /** The actions of one checkpoint file (part). */
+  def readCheckpoint(path: Path): Iterator[Action] = Checkpoints.read(path, fs.getConf)
+
+  /** Writes a checkpoint file whole under a temporary name, then renames it into place; returns its size. */
+  def writeCheckpoint(path: Path, actions: Iterator[Action]): Long = {
+    val tmp = tempPath(path)
+    try {
+      val size = Checkpoints.write(tmp, actions, fs.getConf)
+      if (!fs.rename(tmp, path) && !fs.exists(path)) throw new IOException(s"Could not rename $tmp to $path")
+      size
+    } finally fs.delete(tmp, false)
+  }
+
+  /** Creates `path` holding `lines` (newline-separated) or throws [[FileAlreadyExistsException]]. */
+  def putIfAbsent(path: Path, lines: Seq[String]): Unit
+
+  /** Replaces `path` (used only for hints such as `_last_checkpoint`, never for commits). */
+  def overwrite(path: Path, lines: Seq[String]): Unit = {
+    val tmp = tempPath(path)
+    write(tmp, lines)
+    if (!fs.rename(tmp, path)) {
+      fs.delete(path, false)
+      if (!fs.rename(tmp, path)) { fs.delete(tmp, false); throw new IOException(s"Could not write $path") }
+    }
+  }
+
+  /** The files in a log directory, or nothing when it does not exist. */
+  def list(dir: Path): Seq[FileStatus] =
+    try fs.listStatus(dir).toSeq catch { case _: FileNotFoundException => Nil }
+
+  protected def tempPath(path: Path): Path = new Path(path.getParent, s".${path.getName}.${UUID.randomUUID()}.tmp")
+
+  protected def write(path: Path, lines: Seq[String]): Unit = {
+    val out = fs.create(path, false)
+    try { out.write(lines.mkString("", "\n", "\n").getBytes(UTF_8)); out.hsync() } finally out.close()
+  }
+}
+
+object LogStore {
+  /** Hadoop/Spark conf key naming the LogStore class for a scheme (a class with a public `(FileSystem)` constructor). */
+  def implKey(scheme: String): String = s"strata.logStore.$scheme.impl"
+
+  /** Chooses the log store for a table path by URI scheme; unsafe schemes fail rather than commit unsafely. */
+  def forPath(tablePath: Path, conf: Configuration): LogStore = {
+    val fs = tablePath.getFileSystem(conf)
+    val scheme = Option(fs.getUri.getScheme).getOrElse("file").toLowerCase
+    Option(conf.get(implKey(scheme))).orElse(Option(conf.get("spark.hadoop." + implKey(scheme)))) match {
+      case Some(cls) =>
+        try Class.forName(cls).getConstructor(classOf[FileSystem]).newInstance(fs).asInstanceOf[LogStore]
+        catch { case NonFatal(e) =>
+          throw new UnsafeLogStoreException(s"Cannot use log store class '$cls' set by ${implKey(scheme)}: $e. " +
+            "It must extend io.strata.log.LogStore and have a public constructor taking a Hadoop FileSystem.")
+        }
+      case None => scheme match {
+        case "file" => new LocalLogStore(fs)
+        case "hdfs" | "viewfs" => new HdfsLogStore(fs)
+        case other => throw new UnsafeLogStoreException(
+          s"Strata cannot commit safely to $tablePath: the '$other' file system has no atomic put-if-absent " +
+            s"that Strata knows to use, and committing without one can lose concurrent commits. Set " +
+            s"spark.hadoop.${implKey(other)} to a LogStore class that provides one (io.strata.log.HdfsLogStore " +
+            "works for any file system whose rename is atomic and never replaces an existing file).")
+      }
+    }
+  }
+}
+
+/**
+ * The local file system: the content goes to a temporary file, then a hard link gives it its final name.
+ * link(2) fails if the name exists, atomically across processes, and the file is complete before it is visible.
+ */
+final class LocalLogStore(val fs: FileSystem) extends LogStore {
+  override def putIfAbsent(path: Path, lines: Seq[String]): Unit = {
+    val target = Paths.get(fs.makeQualified(path).toUri)
+    Files.createDirectories(target.getParent)
+    val tmp = target.resolveSibling(s".${target.getFileName}.${UUID.randomUUID()}.tmp")
+    val ch = java.nio.channels.FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)
+    try {
+      ch.write(java.nio.ByteBuffer.wrap(lines.mkString("", "\n", "\n").getBytes(UTF_8)))
+      ch.force(true)
+    } finally ch.close()
+    try Files.createLink(target, tmp)
+    catch {
+      case _: NioExists => throw new FileAlreadyExistsException(s"$path already exists")
+      case e: UnsupportedOperationException => throw new UnsafeLogStoreException(
+        s"The file system under $path does not support hard links, which Strata's local log store needs for " +
+          s"atomic commits ($e).")
+    } finally Files.deleteIfExists(tmp)
+  }
+}
+
+/** HDFS and similar: write a temporary file, then rename it without overwrite (atomic on HDFS). */
+final class HdfsLogStore(val fs: FileSystem) extends LogStore {
+  override def putIfAbsent(path: Path, lines: Seq[String]): Unit = {
+    val tmp = tempPath(path)
+    write(tmp, lines)
+    try FileContext.getFileContext(fs.getUri, fs.getConf).rename(tmp, path, Options.Rename.NONE)
+    catch {
+      case e: FileAlreadyExistsException => fs.delete(tmp, false); throw e
+      case NonFatal(e) => fs.delete(tmp, false); throw e
+    }
+  }
+}

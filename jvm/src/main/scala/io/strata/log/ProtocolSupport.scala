@@ -1,0 +1,87 @@
+package io.strata.log
+
+/**
+ * What this Strata can read and write, and the lowest protocol a new table needs (PROTOCOL.md, "Protocol
+ * Evolution" and "Table Features"). Every check names the version or feature that is missing.
+ */
+object ProtocolSupport {
+  /** Reader features whose data Strata reads correctly. */
+  val ReadableFeatures: Set[String] = Set("timestampNtz", "vacuumProtocolCheck")
+  /** Writer features whose rules Strata follows on every write. */
+  val WritableFeatures: Set[String] = Set("appendOnly", "invariants", "timestampNtz", "vacuumProtocolCheck")
+
+  private val legacyWriterNeeds = Map(
+    3 -> "CHECK constraints (writer version 3)",
+    4 -> "change data feed or generated columns (writer version 4)",
+    5 -> "column mapping (writer version 5)",
+    6 -> "identity columns (writer version 6)")
+
+  /** The protocol a new table with these properties and schema needs: reader 1 / writer 2 unless a feature asks more. */
+  def minimumFor(metadata: Metadata): Protocol = {
+    unsupportedConfiguration(metadata).foreach(msg => throw new UnsupportedProtocolException(msg))
+    if (usesTimestampNtz(metadata)) {
+      Protocol(3, 7, Some(Set("timestampNtz")), Some(Set("appendOnly", "invariants", "timestampNtz")))
+    } else Protocol(1, 2)
+  }
+
+  /** The protocol after a metadata change on an existing table (upgrades only, never downgrades). */
+  def upgradeFor(current: Protocol, metadata: Metadata): Protocol = {
+    val needed = minimumFor(metadata)
+    if (needed.minReaderVersion <= current.minReaderVersion && needed.minWriterVersion <= current.minWriterVersion &&
+      needed.readerFeatures.getOrElse(Set.empty).subsetOf(current.readerFeatures.getOrElse(Set.empty)) &&
+      needed.writerFeatures.getOrElse(Set.empty).subsetOf(current.writerFeatures.getOrElse(Set.empty))) current
+    else if (needed.supportsWriterFeatures) {
+      val legacyWriter = if (current.supportsWriterFeatures) Set.empty[String] else Set("appendOnly", "invariants")
+      Protocol(3, 7,
+        Some(current.readerFeatures.getOrElse(Set.empty) ++ needed.readerFeatures.getOrElse(Set.empty)),
+        Some(current.writerFeatures.getOrElse(Set.empty) ++ legacyWriter ++ needed.writerFeatures.getOrElse(Set.empty)))
+    } else current
+  }
+
+  def checkReadable(p: Protocol, table: String): Unit = {
+    p.minReaderVersion match {
+      case 1 =>
+      case 2 => throw new UnsupportedProtocolException(
+        s"Table $table needs reader version 2 (column mapping), which Strata does not support yet.")
+      case 3 =>
+        val missing = p.readerFeatures.getOrElse(Set.empty) -- ReadableFeatures
+        if (missing.nonEmpty) throw new UnsupportedProtocolException(
+          s"Table $table needs reader feature(s) ${missing.toSeq.sorted.mkString(", ")}, which Strata does not " +
+            s"support yet (supported: ${ReadableFeatures.toSeq.sorted.mkString(", ")}).")
+      case v => throw new UnsupportedProtocolException(
+        s"Table $table needs reader version $v; Strata reads versions 1 and 3 only.")
+    }
+  }
+
+  def checkWritable(p: Protocol, metadata: Metadata, table: String): Unit = {
+    checkReadable(p, table)
+    p.minWriterVersion match {
+      case 1 | 2 =>
+      case v if legacyWriterNeeds.contains(v) => throw new UnsupportedProtocolException(
+        s"Table $table needs writer version $v for ${legacyWriterNeeds(v)}, which Strata cannot write yet.")
+      case 7 =>
+        val missing = p.writerFeatures.getOrElse(Set.empty) -- WritableFeatures
+        if (missing.nonEmpty) throw new UnsupportedProtocolException(
+          s"Table $table needs writer feature(s) ${missing.toSeq.sorted.mkString(", ")}, which Strata cannot write " +
+            s"yet (supported: ${WritableFeatures.toSeq.sorted.mkString(", ")}).")
+      case v => throw new UnsupportedProtocolException(
+        s"Table $table needs writer version $v; Strata writes versions 1, 2 and 7 only.")
+    }
+    unsupportedConfiguration(metadata).foreach(msg => throw new UnsupportedProtocolException(s"Table $table: $msg"))
+  }
+
+  /** Table properties and schema annotations whose write-time rules Strata does not enforce yet. */
+  private def unsupportedConfiguration(m: Metadata): Option[String] = {
+    val conf = m.configuration
+    def enabled(k: String) = conf.get(k).exists(_.equalsIgnoreCase("true"))
+    if (conf.keys.exists(_.startsWith("delta.constraints."))) Some("CHECK constraints are not supported yet")
+    else if (enabled("delta.enableChangeDataFeed")) Some("delta.enableChangeDataFeed is not supported yet")
+    else if (enabled("delta.enableDeletionVectors")) Some("delta.enableDeletionVectors is not supported yet")
+    else if (conf.get("delta.columnMapping.mode").exists(_ != "none")) Some("column mapping is not supported yet")
+    else if (m.schemaString.contains("\"delta.invariants\"")) Some("column invariants are not supported yet")
+    else if (m.schemaString.contains("\"delta.generationExpression\"")) Some("generated columns are not supported yet")
+    else None
+  }
+
+  private def usesTimestampNtz(m: Metadata): Boolean = m.schemaString.contains("\"timestamp_ntz\"")
+}

@@ -1,0 +1,207 @@
+package io.strata.log
+
+import java.io.FileNotFoundException
+
+import com.fasterxml.jackson.databind.node.ObjectNode
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileStatus, Path}
+
+import scala.util.control.NonFatal
+
+/** One commit as history shows it. */
+final case class CommitRecord(version: Long, timestamp: Long, commitInfo: Option[CommitInfo])
+
+/**
+ * The transaction log of one table: loads snapshots (checkpoint + later commits), shows history, writes
+ * checkpoints and starts transactions. Knows Hadoop and Jackson, not Spark.
+ */
+final class TableLog private (val tablePath: Path, val store: LogStore, val conf: Configuration) {
+  import TableLog.Listing
+  val logPath: Path = new Path(tablePath, FileNames.LogDirName)
+
+  private def listLog(): Listing = {
+    val commits = Map.newBuilder[Long, FileStatus]
+    val parts = scala.collection.mutable.HashMap.empty[(Long, Int), Seq[FileStatus]]
+    var v2 = Set.empty[Long]
+    store.list(logPath).foreach { st =>
+      FileNames.classify(st.getPath.getName) match {
+        case Some(FileNames.DeltaFile(v)) => commits += v -> st
+        case Some(FileNames.CheckpointPart(v, _, n)) => parts((v, n)) = parts.getOrElse((v, n), Nil) :+ st
+        case Some(FileNames.V2Checkpoint(v)) => v2 += v
+        case None =>
+      }
+    }
+    // A checkpoint counts only when all of its parts are there.
+    val complete = parts.collect { case ((v, n), files) if files.size == n => v -> files.sortBy(_.getPath.getName) }
+    Listing(commits.result(), complete.toMap, v2)
+  }
+
+  /** True when the table has at least one commit. */
+  def exists: Boolean = listLog().commits.nonEmpty
+
+  /** The latest snapshot, or None when there is no table here yet. */
+  def snapshotOption(): Option[Snapshot] = {
+    val listing = listLog()
+    if (listing.commits.isEmpty && listing.checkpoints.isEmpty) None else Some(load(listing, None))
+  }
+
+  /** The latest snapshot; [[TableNotFoundException]] when there is no table. */
+  def snapshot(): Snapshot = snapshotOption().getOrElse(throw new TableNotFoundException(tablePath.toString))
+
+  /** The snapshot at `version` (time travel). */
+  def snapshotAt(version: Long): Snapshot = {
+    val listing = listLog()
+    if (listing.commits.isEmpty && listing.checkpoints.isEmpty) throw new TableNotFoundException(tablePath.toString)
+    load(listing, Some(version))
+  }
+
+  /** The snapshot of the last version committed at or before `timestampMillis`. */
+  def snapshotAsOf(timestampMillis: Long): Snapshot = {
+    val stamps = commitTimestamps()
+    if (stamps.isEmpty) throw new TableNotFoundException(tablePath.toString)
+    val candidates = stamps.filter(_._2 <= timestampMillis)
+    if (candidates.isEmpty) throw new InvalidTableOperationException(
+      s"No version of $tablePath was committed at or before ${java.time.Instant.ofEpochMilli(timestampMillis)}; the " +
+        s"earliest available commit is version ${stamps.head._1} at ${java.time.Instant.ofEpochMilli(stamps.head._2)}.")
+    snapshotAt(candidates.last._1)
+  }
+
+  /** Commit timestamps by version (file modification times, made monotonic as PROTOCOL.md asks). */
+  def commitTimestamps(): Seq[(Long, Long)] = {
+    val commits = listLog().commits.toSeq.sortBy(_._1)
+    var last = Long.MinValue
+    commits.map { case (v, st) => last = math.max(last + 1, st.getModificationTime); v -> last }
+  }
+
+  /** Commits newest first, with their commitInfo. */
+  def history(limit: Int = Int.MaxValue): Seq[CommitRecord] =
+    commitTimestamps().reverse.take(limit).map { case (v, ts) =>
+      val info = readCommit(v, FileNames.deltaFile(logPath, v)).collectFirst { case c: CommitInfo => c }
+      CommitRecord(v, ts, info)
+    }
+
+  /** The actions of commit `version`, as written. */
+  def readCommit(version: Long): Seq[Action] = readCommit(version, FileNames.deltaFile(logPath, version))
+
+  private def readCommit(version: Long, path: Path): Seq[Action] = {
+    val lines = try store.read(path) catch {
+      case e: FileNotFoundException => throw new CorruptLogException(s"Commit file $path of version $version is missing.", e)
+    }
+    if (lines.isEmpty) throw new CorruptLogException(s"Commit file $path of version $version is empty.")
+    lines.zipWithIndex.map { case (line, i) =>
+      try ActionCodec.parse(line) catch {
+        case e: MalformedActionException => throw new CorruptLogException(
+          s"Commit file $path of version $version is corrupt or truncated at line ${i + 1}: ${e.getMessage}.", e)
+      }
+    }
+  }
+
+  private def readLastCheckpointHint(): Option[Long] = {
+    val path = FileNames.lastCheckpoint(logPath)
+    try {
+      val lines = store.read(path)
+      Option(ActionCodec.mapper.readTree(lines.mkString)).flatMap(n => Option(n.get("version"))).map(_.asLong)
+    } catch {
+      case _: FileNotFoundException => None
+      case NonFatal(_) => None // a damaged hint is only a hint: listing finds the checkpoints
+    }
+  }
+
+  private def load(listing: Listing, target: Option[Long]): Snapshot = {
+    val latest = (listing.commits.keys ++ listing.checkpoints.keys).max
+    val version = target.getOrElse(latest)
+    if (version > latest || version < 0) throw new InvalidTableOperationException(
+      s"Version $version of $tablePath does not exist; the latest version is $latest.")
+    val usable = listing.checkpoints.keys.filter(_ <= version)
+    val chosen = if (usable.isEmpty) None else Some(usable.max)
+    if (listing.v2Checkpoints.exists(v => v <= version && chosen.forall(_ < v))) throw new UnsupportedProtocolException(
+      s"Table $tablePath uses V2 checkpoints (reader feature v2Checkpoint), which Strata does not support yet.")
+    val start = chosen.map(_ + 1).getOrElse(0L)
+    (start to version).find(v => !listing.commits.contains(v)).foreach { gone =>
+      val goneFile = FileNames.deltaFile(logPath, gone)
+      // Name the checkpoint _last_checkpoint promised, when its absence is what makes the version unreachable.
+      val why = readLastCheckpointHint().filter(h => h <= version && !listing.checkpoints.contains(h)) match {
+        case Some(h) => s"the checkpoint ${FileNames.checkpointFile(logPath, h)} named by _last_checkpoint is " +
+          s"missing or incomplete, and commit file $goneFile needed to rebuild the table without it is gone"
+        case None => s"commit file $goneFile is missing"
+      }
+      throw new CorruptLogException(s"Cannot rebuild version $version of $tablePath: $why.")
+    }
+    val cpFiles = chosen.map(listing.checkpoints(_).map(_.getPath)).getOrElse(Nil)
+    val commits = (start to version).map(v => v -> listing.commits(v))
+    val lastTs = commits.lastOption.map(_._2.getModificationTime)
+      .getOrElse(listing.checkpoints(version).head.getModificationTime)
+    val segment = LogSegment(version, chosen, cpFiles, commits.map(_._2.getPath), lastTs)
+
+    val replay = new Snapshot.Replay(tablePath)
+    cpFiles.foreach { f =>
+      try store.readCheckpoint(f).foreach(replay.apply) catch {
+        case e: StrataException => throw e
+        case NonFatal(e) => throw new CorruptLogException(s"Checkpoint file $f is unreadable: $e", e)
+      }
+    }
+    commits.foreach { case (v, st) => readCommit(v, st.getPath).foreach(replay.apply) }
+    replay.result(version, segment)
+  }
+
+  // ---- writing ---------------------------------------------------------------------------------------------------
+
+  /** Starts a transaction on the latest version (or on no table, to create one). */
+  def startTransaction(): Transaction = new Transaction(this, snapshotOption())
+
+  /** Writes a classic checkpoint of `snapshot` and points `_last_checkpoint` at it. */
+  def checkpoint(snapshot: Snapshot): Unit = {
+    val retentionMs = TableLog.tombstoneRetentionMillis(snapshot.metadata.configuration)
+    val path = FileNames.checkpointFile(logPath, snapshot.version)
+    val actions = snapshot.checkpointActions(System.currentTimeMillis() - retentionMs).toVector
+    val bytes = store.writeCheckpoint(path, actions.iterator)
+    val hint = ActionCodec.mapper.createObjectNode()
+      .put("version", snapshot.version).put("size", actions.size.toLong).put("sizeInBytes", bytes)
+      .put("numOfAddFiles", snapshot.files.size.toLong)
+    store.overwrite(FileNames.lastCheckpoint(logPath), Seq(ActionCodec.mapper.writeValueAsString(hint: ObjectNode)))
+  }
+}
+
+object TableLog {
+  /** What `_delta_log` holds: commits and complete checkpoints by version. */
+  private final case class Listing(commits: Map[Long, FileStatus], checkpoints: Map[Long, Seq[FileStatus]],
+                                   v2Checkpoints: Set[Long])
+
+  def forPath(tablePath: Path, conf: Configuration): TableLog = {
+    val fs = tablePath.getFileSystem(conf)
+    val qualified = fs.makeQualified(tablePath)
+    new TableLog(qualified, LogStore.forPath(qualified, conf), conf)
+  }
+
+  val CheckpointIntervalKey = "delta.checkpointInterval"
+  val DefaultCheckpointInterval = 10
+
+  def checkpointInterval(conf: Map[String, String]): Int =
+    conf.get(CheckpointIntervalKey).map { v =>
+      v.toIntOption.filter(_ > 0).getOrElse(throw new InvalidTableOperationException(
+        s"Table property $CheckpointIntervalKey must be a positive whole number, not '$v'."))
+    }.getOrElse(DefaultCheckpointInterval)
+
+  /** delta.deletedFileRetentionDuration ("interval 1 week" by default). */
+  def tombstoneRetentionMillis(conf: Map[String, String]): Long =
+    conf.get("delta.deletedFileRetentionDuration").flatMap(Intervals.parseMillis).getOrElse(7L * 24 * 3600 * 1000)
+}
+
+/** The `interval N unit` strings Delta uses in table properties. */
+object Intervals {
+  private val Pattern = """(?i)^\s*(?:interval\s+)?(\d+)\s+(\w+?)s?\s*$""".r
+  def parseMillis(s: String): Option[Long] = s match {
+    case Pattern(n, unit) =>
+      val ms = unit.toLowerCase match {
+        case "millisecond" => Some(1L)
+        case "second" => Some(1000L)
+        case "minute" => Some(60000L)
+        case "hour" => Some(3600000L)
+        case "day" => Some(86400000L)
+        case "week" => Some(604800000L)
+        case _ => None
+      }
+      ms.map(_ * n.toLong)
+    case _ => None
+  }
+}

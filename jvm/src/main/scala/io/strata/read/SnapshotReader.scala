@@ -1,0 +1,46 @@
+package io.strata.read
+
+import io.strata.config.ReadOptions
+import io.strata.log.{InvalidTableOperationException, ProtocolSupport, Snapshot, TableLog}
+import io.strata.shim.{IndexedFile, LogFileIndex, SparkInternals}
+import io.strata.table.{PartitionValues, TableSchema}
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.sources.BaseRelation
+
+/** Reads a snapshot through Spark's Parquet reader, with the log (never a directory listing) naming the files. */
+object SnapshotReader {
+  /** The snapshot a read asks for: the latest, or the one named by versionAsOf / timestampAsOf. */
+  def snapshotFor(spark: SparkSession, log: TableLog, options: ReadOptions): Snapshot = {
+    val snapshot = (options.versionAsOf, options.timestampAsOf) match {
+      case (Some(v), _) => log.snapshotAt(v)
+      case (_, Some(ts)) => log.snapshotAsOf(parseTimestampMillis(spark, ts))
+      case _ => log.snapshot()
+    }
+    ProtocolSupport.checkReadable(snapshot.protocol, log.tablePath.toString)
+    snapshot
+  }
+
+  def relation(spark: SparkSession, snapshot: Snapshot): BaseRelation = {
+    val table = TableSchema.of(snapshot.metadata)
+    val partSchema = table.partitionSchema
+    val files = snapshot.files.map { f =>
+      val values = InternalRow.fromSeq(partSchema.fields.toSeq.map { field =>
+        f.partitionValues.getOrElse(field.name, None).map { v =>
+          SparkInternals.castPartitionValue(PartitionValues.toCastableString(v, field.dataType), field.dataType, "UTC")
+        }.orNull
+      })
+      IndexedFile(snapshot.absolutePath(f.path), f.size, f.modificationTime, values)
+    }
+    val index = new LogFileIndex(spark, snapshot.tablePath, files, partSchema, Map.empty)
+    SparkInternals.parquetRelation(spark, index, partSchema, table.schema, Map.empty)
+  }
+
+  private def parseTimestampMillis(spark: SparkSession, ts: String): Long = {
+    val micros = SparkInternals.castPartitionValue(ts, org.apache.spark.sql.types.TimestampType,
+      SparkInternals.sessionTimeZone(spark))
+    if (micros == null) throw new InvalidTableOperationException(
+      s"Option timestampAsOf has invalid value '$ts': it must be a timestamp such as '2026-01-31 12:00:00'.")
+    Math.floorDiv(micros.asInstanceOf[Long], 1000L)
+  }
+}

@@ -1,0 +1,116 @@
+package io.strata.shim
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileStatus, Path}
+import org.apache.hadoop.mapreduce.Job
+import org.apache.spark.internal.io.FileCommitProtocol
+import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Cast, Literal}
+import org.apache.spark.sql.classic.ClassicConversions.castToImpl
+import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
+import org.apache.spark.sql.execution.datasources._
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
+import org.apache.spark.sql.sources.BaseRelation
+import org.apache.spark.sql.types.StructType
+
+import scala.collection.mutable
+
+/**
+ * The only place Strata touches Spark's internal (public-but-unstable) APIs: FileFormatWriter, ParquetFileFormat,
+ * PartitioningAwareFileIndex, HadoopFsRelation, Catalyst casts. A Spark upgrade should need changes here alone.
+ */
+object SparkInternals {
+  def classic(spark: SparkSession): ClassicSession = castToImpl(spark)
+
+  def hadoopConf(spark: SparkSession, options: Map[String, String]): Configuration =
+    classic(spark).sessionState.newHadoopConfWithOptions(options)
+
+  def sessionTimeZone(spark: SparkSession): String = classic(spark).sessionState.conf.sessionLocalTimeZone
+
+  /**
+   * Runs Spark's file writer over `data`: our Parquet format, our commit protocol, Hive-style partition directories
+   * under `outputPath`. Spark's writer chooses single, dynamic-partition or concurrent output writers and honours
+   * maxRecordsPerFile; the commit protocol collects the files.
+   */
+  def writeFiles(
+      data: DataFrame,
+      outputPath: String,
+      partitionColumns: Seq[String],
+      committer: FileCommitProtocol,
+      options: Map[String, String]): Unit = {
+    val spark = classic(data.sparkSession)
+    val plan = data.queryExecution.executedPlan
+    val partAttrs = partitionColumns.map(c => plan.output.find(_.name == c).getOrElse(
+      throw new IllegalArgumentException(s"Partition column $c is not among ${plan.output.map(_.name).mkString(", ")}")))
+    FileFormatWriter.write(
+      sparkSession = spark,
+      plan = plan,
+      fileFormat = new StrataParquetFormat,
+      committer = committer,
+      outputSpec = FileFormatWriter.OutputSpec(outputPath, Map.empty, plan.output),
+      hadoopConf = spark.sessionState.newHadoopConfWithOptions(options),
+      partitionColumns = partAttrs,
+      bucketSpec = None,
+      statsTrackers = Nil,
+      options = options)
+  }
+
+  /** A relation that reads the given files with Spark's vectorized Parquet reader (partition pruning included). */
+  def parquetRelation(spark: SparkSession, index: FileIndex, partitionSchema: StructType, dataSchema: StructType,
+                      options: Map[String, String]): BaseRelation =
+    HadoopFsRelation(index, partitionSchema, dataSchema, None, new ParquetFileFormat, options)(spark)
+
+  /** Catalyst's value for a partition value string (the same cast Spark applies to directory values). */
+  def castPartitionValue(value: String, dataType: org.apache.spark.sql.types.DataType, timeZone: String): Any =
+    Cast(Literal(value), dataType, Some(timeZone)).eval()
+}
+
+/** Spark's Parquet writer with timestamps as INT64 micros, so that Parquet keeps min/max statistics for them. */
+final class StrataParquetFormat extends ParquetFileFormat {
+  override def prepareWrite(spark: SparkSession, job: Job, options: Map[String, String],
+                            dataSchema: StructType): OutputWriterFactory = {
+    val factory = super.prepareWrite(spark, job, options, dataSchema)
+    job.getConfiguration.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    factory
+  }
+  override def toString: String = "Strata(Parquet)"
+}
+
+/** One live data file of a snapshot, as the file index needs it. */
+final case class IndexedFile(path: Path, size: Long, modificationTime: Long, partitionValues: InternalRow)
+
+/**
+ * A file index over the files a snapshot lists (never over a directory listing): Spark's Parquet scans prune
+ * partitions through it. One instance serves one snapshot.
+ */
+final class LogFileIndex(
+    spark: SparkSession,
+    root: Path,
+    files: Seq[IndexedFile],
+    override val partitionSchema: StructType,
+    options: Map[String, String])
+  extends PartitioningAwareFileIndex(spark, options, None) {
+
+  private def status(f: IndexedFile) = new FileStatus(f.size, false, 1, 128L * 1024 * 1024, f.modificationTime, f.path)
+
+  private lazy val byPartition: Seq[(InternalRow, Seq[IndexedFile])] =
+    files.groupBy(_.partitionValues).toSeq
+
+  override def rootPaths: Seq[Path] = Seq(root)
+
+  override def partitionSpec(): PartitionSpec =
+    if (partitionSchema.isEmpty) PartitionSpec.emptySpec
+    else PartitionSpec(partitionSchema, byPartition.map { case (values, fs) => PartitionPath(values, fs.head.path.getParent) })
+
+  override protected lazy val leafFiles: mutable.LinkedHashMap[Path, FileStatus] =
+    mutable.LinkedHashMap(files.map(f => f.path -> status(f)): _*)
+
+  override protected lazy val leafDirToChildrenFiles: Map[Path, Array[FileStatus]] =
+    files.groupBy(_.path.getParent).map { case (dir, fs) => dir -> fs.map(status).toArray }
+
+  override def allFiles(): Seq[FileStatus] = files.map(status)
+  override def inputFiles: Array[String] = files.map(_.path.toString).toArray
+  override def sizeInBytes: Long = files.map(_.size).sum
+  override def refresh(): Unit = ()
+}

@@ -1,0 +1,92 @@
+package io.strata.table
+
+import io.strata.log.{CorruptLogException, InvalidTableOperationException, Metadata}
+import org.apache.spark.sql.types._
+
+import java.util.Locale
+
+/** A table's Spark schema and partitioning, read from its metadata, and the checks writes make against them. */
+final case class TableSchema(schema: StructType, partitionColumns: Seq[String]) {
+  def partitionSchema: StructType = StructType(partitionColumns.map(c => schema(c)))
+}
+
+object TableSchema {
+  def of(m: Metadata): TableSchema = {
+    val schema = try DataType.fromJson(m.schemaString).asInstanceOf[StructType] catch {
+      case e: Exception => throw new CorruptLogException(s"The table schema in metaData ${m.id} is unreadable: $e", e)
+    }
+    m.partitionColumns.foreach { c =>
+      if (!schema.fieldNames.contains(c)) throw new CorruptLogException(
+        s"Partition column '$c' of metaData ${m.id} is not in the table schema.")
+    }
+    TableSchema(schema, m.partitionColumns)
+  }
+
+  /** Validates partition columns for a new table and returns them with the schema's spelling. */
+  def resolvePartitionColumns(schema: StructType, columns: Seq[String]): Seq[String] = {
+    val resolved = columns.map { c =>
+      val f = schema.fields.find(_.name.equalsIgnoreCase(c)).getOrElse(throw new InvalidTableOperationException(
+        s"Partition column '$c' is not a column of the data; columns are ${schema.fieldNames.mkString(", ")}."))
+      f.dataType match {
+        case _: StructType | _: ArrayType | _: MapType | _: VariantType => throw new InvalidTableOperationException(
+          s"Partition column '${f.name}' has type ${f.dataType.simpleString}; partition columns must be of an atomic type.")
+        case _ => f.name
+      }
+    }
+    if (resolved.distinct.size != resolved.size) throw new InvalidTableOperationException(
+      s"Partition columns ${columns.mkString(", ")} name a column twice.")
+    if (resolved.size == schema.size && schema.nonEmpty) throw new InvalidTableOperationException(
+      "Cannot partition by every column: at least one column must hold data.")
+    resolved
+  }
+
+  /**
+   * Checks that `data` can be written into a table of schema `table`: same columns (matched case-insensitively, as
+   * Spark resolves names) with the same types. Returns the data's column name for each table column, in table order.
+   */
+  def matchColumns(table: StructType, data: StructType, tableName: String): Seq[(String, String)] = {
+    val byLower = data.fields.groupBy(_.name.toLowerCase(Locale.ROOT))
+    byLower.collectFirst { case (_, fs) if fs.length > 1 => fs.map(_.name) }.foreach { names =>
+      throw new InvalidTableOperationException(s"The data has columns ${names.mkString(" and ")}, which differ only " +
+        "in case; column names are case-insensitive.")
+    }
+    val problems = Seq.newBuilder[String]
+    val pairs = table.fields.toSeq.flatMap { f =>
+      byLower.get(f.name.toLowerCase(Locale.ROOT)).map(_.head) match {
+        case None => problems += s"column '${f.name}' (${f.dataType.simpleString}) is missing from the data"; None
+        case Some(d) if !sameType(f.dataType, d.dataType) =>
+          problems += s"column '${f.name}' is ${f.dataType.simpleString} in the table but ${d.dataType.simpleString} in the data"
+          None
+        case Some(d) => Some(f.name -> d.name)
+      }
+    }
+    val tableLower = table.fieldNames.map(_.toLowerCase(Locale.ROOT)).toSet
+    data.fields.filterNot(d => tableLower(d.name.toLowerCase(Locale.ROOT))).foreach { d =>
+      problems += s"column '${d.name}' (${d.dataType.simpleString}) is not in the table"
+    }
+    val all = problems.result()
+    if (all.nonEmpty) throw new InvalidTableOperationException(
+      s"The data does not match the schema of $tableName: ${all.mkString("; ")}. Table schema: " +
+        s"${table.toDDL}. Data schema: ${data.toDDL}.")
+    pairs
+  }
+
+  /** The same type with every field, element and value nullable (how path writes store a DataFrame's schema). */
+  def asNullable(dt: DataType): DataType = dt match {
+    case s: StructType => StructType(s.fields.map(f => f.copy(dataType = asNullable(f.dataType), nullable = true)))
+    case a: ArrayType => ArrayType(asNullable(a.elementType), containsNull = true)
+    case m: MapType => MapType(asNullable(m.keyType), asNullable(m.valueType), valueContainsNull = true)
+    case other => other
+  }
+
+  /** Type equality ignoring nullability (the table's nullability is enforced separately). */
+  private def sameType(a: DataType, b: DataType): Boolean = (a, b) match {
+    case (x: StructType, y: StructType) =>
+      x.length == y.length && x.fields.zip(y.fields).forall { case (f, g) =>
+        f.name.equalsIgnoreCase(g.name) && sameType(f.dataType, g.dataType)
+      }
+    case (x: ArrayType, y: ArrayType) => sameType(x.elementType, y.elementType)
+    case (x: MapType, y: MapType) => sameType(x.keyType, y.keyType) && sameType(x.valueType, y.valueType)
+    case _ => a == b
+  }
+}

@@ -1,0 +1,121 @@
+package io.strata.write.v1
+
+import java.util.UUID
+
+import io.strata.log.AddFile
+import io.strata.table.{PartitionPaths, PartitionValues}
+import io.strata.write.DataFileStats
+import org.apache.hadoop.fs.Path
+import org.apache.hadoop.mapreduce.{JobContext, TaskAttemptContext}
+import org.apache.spark.internal.io.{FileCommitProtocol, FileNameSpec}
+import org.apache.spark.internal.io.FileCommitProtocol.TaskCommitMessage
+import org.apache.spark.sql.types.StructType
+
+import scala.collection.mutable
+import scala.util.control.NonFatal
+
+/**
+ * The commit protocol of Strata's V1 write path (the role of Delta's DelayedCommitProtocol). Data files go straight
+ * to their final place, with names no other attempt can produce; nothing is visible until the driver commits their
+ * add actions to the log. A task's commit returns its files with partition values, size and statistics read from
+ * the Parquet footer; an aborted task or job deletes what it wrote.
+ */
+final class DirectCommitProtocol(
+    jobId: String,
+    tableRoot: String,
+    partitionSchema: StructType,
+    timeZone: String,
+    numIndexedCols: Int) extends FileCommitProtocol with Serializable {
+
+  /** Executor side: the relative (unencoded) paths this task attempt created. */
+  @transient private var taskFiles: mutable.ArrayBuffer[String] = _
+  /** Driver side: files of tasks that committed, to delete if the job aborts. */
+  @transient private var committedTaskFiles: mutable.ArrayBuffer[AddFile] = _
+  /** Driver side, after commitJob: the files the log commit will add. */
+  @transient private var jobFiles: Seq[AddFile] = Nil
+
+  def addedFiles: Seq[AddFile] = jobFiles
+
+  override def setupJob(jobContext: JobContext): Unit = committedTaskFiles = mutable.ArrayBuffer.empty
+
+  override def setupTask(taskContext: TaskAttemptContext): Unit = taskFiles = mutable.ArrayBuffer.empty
+
+  override def newTaskTempFile(taskContext: TaskAttemptContext, dir: Option[String], spec: FileNameSpec): String = {
+    val split = taskContext.getTaskAttemptID.getTaskID.getId
+    // A fresh UUID per file: a retried or speculative attempt can never overwrite another attempt's file.
+    // Spark's suffix is ".cNNN.<codec>.parquet"; Delta and Spark's own tables spell the counter "-cNNN".
+    val suffix = if (spec.suffix.matches("""^\.c\d{3}\..*""")) "-" + spec.suffix.substring(1) else spec.suffix
+    val name = f"${spec.prefix}part-$split%05d-${UUID.randomUUID()}$suffix"
+    val relative = dir.fold(name)(d => s"$d/$name")
+    taskFiles += relative
+    new Path(tableRoot, relative).toString
+  }
+
+  override def newTaskTempFile(taskContext: TaskAttemptContext, dir: Option[String], ext: String): String =
+    newTaskTempFile(taskContext, dir, FileNameSpec("", ext))
+
+  override def newTaskTempFileAbsPath(taskContext: TaskAttemptContext, absoluteDir: String, spec: FileNameSpec): String =
+    throw new UnsupportedOperationException("Strata tables keep every file under the table root; " +
+      "custom partition locations are not supported.")
+
+  override def newTaskTempFileAbsPath(taskContext: TaskAttemptContext, absoluteDir: String, ext: String): String =
+    newTaskTempFileAbsPath(taskContext, absoluteDir, FileNameSpec("", ext))
+
+  override def commitTask(taskContext: TaskAttemptContext): TaskCommitMessage = {
+    val conf = taskContext.getConfiguration
+    val adds = taskFiles.toSeq.flatMap { relative =>
+      val path = new Path(tableRoot, relative)
+      val fs = path.getFileSystem(conf)
+      val stats = DataFileStats.read(path, conf, numIndexedCols)
+      if (stats.numRecords == 0) { fs.delete(path, false); None } // Spark writes an empty file for empty input
+      else {
+        val status = fs.getFileStatus(path)
+        Some(AddFile(PartitionPaths.encode(relative), partitionValues(relative), status.getLen,
+          status.getModificationTime, dataChange = true, stats = Some(stats.json)))
+      }
+    }
+    new TaskCommitMessage(adds)
+  }
+
+  private def partitionValues(relative: String): Map[String, Option[String]] = {
+    val dir = relative.lastIndexOf('/') match { case -1 => ""; case i => relative.substring(0, i) }
+    val tz = java.time.ZoneId.of(timeZone)
+    val parsed = PartitionPaths.parseDirectory(dir).toMap
+    partitionSchema.fields.map { f =>
+      f.name -> parsed.get(f.name).flatMap(raw => PartitionValues.fromDirectoryValue(raw, f.dataType, tz))
+    }.toMap
+  }
+
+  override def abortTask(taskContext: TaskAttemptContext): Unit =
+    if (taskFiles != null) taskFiles.foreach(f => deleteQuietly(new Path(tableRoot, f), taskContext.getConfiguration))
+
+  override def onTaskCommit(taskCommit: TaskCommitMessage): Unit = {
+    if (committedTaskFiles == null) committedTaskFiles = mutable.ArrayBuffer.empty
+    committedTaskFiles ++= taskCommit.obj.asInstanceOf[Seq[AddFile]]
+  }
+
+  override def commitJob(jobContext: JobContext, taskCommits: Seq[TaskCommitMessage]): Unit =
+    jobFiles = taskCommits.flatMap(_.obj.asInstanceOf[Seq[AddFile]])
+
+  /** Spark aborts the job before the log commit could happen: every file written so far is garbage. */
+  override def abortJob(jobContext: JobContext): Unit =
+    if (committedTaskFiles != null) {
+      DirectCommitProtocol.deleteFiles(tableRoot, committedTaskFiles.toSeq, jobContext.getConfiguration)
+    }
+
+  private def deleteQuietly(path: Path, conf: org.apache.hadoop.conf.Configuration): Unit =
+    try path.getFileSystem(conf).delete(path, false) catch { case NonFatal(_) => }
+
+  override def toString: String = s"DirectCommitProtocol($jobId, $tableRoot)"
+}
+
+object DirectCommitProtocol {
+  /** Best-effort removal of files that never reached the log (readers never see them either way). */
+  def deleteFiles(tableRoot: String, files: Seq[AddFile], conf: org.apache.hadoop.conf.Configuration): Unit =
+    files.foreach { f =>
+      try {
+        val p = io.strata.log.Snapshot.absolutePath(new Path(tableRoot), f.path)
+        p.getFileSystem(conf).delete(p, false)
+      } catch { case NonFatal(_) => }
+    }
+}
