@@ -36,19 +36,19 @@ object Checkpoints {
   val WriteSchema: MessageType = MessageTypeParser.parseMessageType(
     s"""message checkpoint {
        |  optional group txn { optional binary appId (STRING); optional int64 version; optional int64 lastUpdated; }
-       |  optional group add { optional binary path (STRING); ${stringMap.format("partitionValues")};
+       |  optional group add { optional binary path (STRING); ${stringMap.format("partitionValues")}
        |    optional int64 size; optional int64 modificationTime; optional boolean dataChange;
-       |    ${stringMap.format("tags")}; optional binary stats (STRING); }
+       |    ${stringMap.format("tags")} optional binary stats (STRING); }
        |  optional group remove { optional binary path (STRING); optional int64 deletionTimestamp;
-       |    optional boolean dataChange; optional boolean extendedFileMetadata; ${stringMap.format("partitionValues")};
-       |    optional int64 size; ${stringMap.format("tags")}; }
+       |    optional boolean dataChange; optional boolean extendedFileMetadata; ${stringMap.format("partitionValues")}
+       |    optional int64 size; ${stringMap.format("tags")} }
        |  optional group metaData { optional binary id (STRING); optional binary name (STRING);
        |    optional binary description (STRING);
-       |    optional group format { optional binary provider (STRING); ${stringMap.format("options")}; }
-       |    optional binary schemaString (STRING); ${stringList.format("partitionColumns")};
-       |    ${stringMap.format("configuration")}; optional int64 createdTime; }
+       |    optional group format { optional binary provider (STRING); ${stringMap.format("options")} }
+       |    optional binary schemaString (STRING); ${stringList.format("partitionColumns")}
+       |    ${stringMap.format("configuration")} optional int64 createdTime; }
        |  optional group protocol { optional int32 minReaderVersion; optional int32 minWriterVersion;
-       |    ${stringList.format("readerFeatures")}; ${stringList.format("writerFeatures")}; }
+       |    ${stringList.format("readerFeatures")} ${stringList.format("writerFeatures")} }
        |  optional group domainMetadata { optional binary domain (STRING); optional binary configuration (STRING);
        |    optional boolean removed; }
        |}""".stripMargin)

@@ -23,7 +23,12 @@ object SnapshotReader {
 
   def relation(spark: SparkSession, snapshot: Snapshot): BaseRelation = {
     val table = TableSchema.of(snapshot.metadata)
-    val partSchema = table.partitionSchema
+    SparkInternals.parquetRelation(spark, fileIndex(spark, snapshot), table.partitionSchema, table.schema, Map.empty)
+  }
+
+  /** The snapshot's live files as a Spark file index (typed partition values, no directory listing). */
+  def fileIndex(spark: SparkSession, snapshot: Snapshot): LogFileIndex = {
+    val partSchema = TableSchema.of(snapshot.metadata).partitionSchema
     val files = snapshot.files.map { f =>
       val values = InternalRow.fromSeq(partSchema.fields.toSeq.map { field =>
         f.partitionValues.getOrElse(field.name, None).map { v =>
@@ -32,8 +37,7 @@ object SnapshotReader {
       })
       IndexedFile(snapshot.absolutePath(f.path), f.size, f.modificationTime, values)
     }
-    val index = new LogFileIndex(spark, snapshot.tablePath, files, partSchema, Map.empty)
-    SparkInternals.parquetRelation(spark, index, partSchema, table.schema, Map.empty)
+    new LogFileIndex(spark, snapshot.tablePath, files, partSchema, Map.empty)
   }
 
   private def parseTimestampMillis(spark: SparkSession, ts: String): Long = {

@@ -7,7 +7,7 @@ import io.strata.shim.SparkInternals
 import io.strata.write.{TableWrite, WriteMode}
 import io.strata.config.WriteOptions
 import org.apache.spark.sql.DataFrame
-import org.apache.spark.sql.functions.col
+import org.apache.spark.sql.functions.{col, lit, raise_error, when}
 
 /**
  * The V1 (path) write: Spark's FileFormatWriter writes Parquet files through [[DirectCommitProtocol]], then one log
@@ -19,7 +19,14 @@ object V1TableWriter {
     if (write.alreadyCommitted) return None
     val spark = data.sparkSession
     // Columns in table order and spelling, so every reader finds them by the table's names.
-    val aligned = data.select(write.columnMapping.map { case (table, source) => col(s"`$source`").as(table) }: _*)
+    val aligned = data.select(write.columnMapping.map { case (table, source) =>
+      val c = col(s"`$source`")
+      // NOT NULL columns fail the task on the first null: the job aborts and nothing is committed.
+      val checked = if (write.schema.schema(table).nullable) c
+        else when(c.isNull, raise_error(lit(s"NOT NULL constraint violated: column '$table' of ${log.tablePath} " +
+          "received a null value."))).otherwise(c)
+      checked.as(table)
+    }: _*)
     val root = log.tablePath.toString
     val committer = new DirectCommitProtocol(UUID.randomUUID().toString, root, write.schema.partitionSchema,
       SparkInternals.sessionTimeZone(spark), write.numIndexedColumns)

@@ -1,0 +1,169 @@
+package io.strata.catalog
+
+import java.util
+import java.util.UUID
+
+import io.strata.log.{Metadata, Operation, TableLog}
+import io.strata.shim.SparkInternals
+import io.strata.table.TableSchema
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.analysis.{NamespaceAlreadyExistsException, NoSuchNamespaceException, NoSuchTableException, TableAlreadyExistsException}
+import org.apache.spark.sql.connector.catalog._
+import org.apache.spark.sql.connector.expressions.Transform
+import org.apache.spark.sql.types.{StructField, StructType}
+import org.apache.spark.sql.util.CaseInsensitiveStringMap
+
+import scala.jdk.CollectionConverters._
+
+/**
+ * The `strata` catalog: tables live under a warehouse directory (`<warehouse>/<namespace>/<table>`), namespaces are
+ * folders, and ``strata.`/abs/path` `` names a table by path. This is the wiring the V2 write path builds on;
+ * for now it creates, lists, loads (reads, time travel) and drops tables.
+ */
+class StrataCatalog extends TableCatalog with SupportsNamespaces {
+  private var catalogName: String = _
+  private var warehouse: Path = _
+
+  override def initialize(name: String, options: CaseInsensitiveStringMap): Unit = {
+    catalogName = name
+    val dir = Option(options.get("warehouse")).getOrElse(
+      SparkSession.active.conf.get("spark.sql.warehouse.dir") + "/strata")
+    warehouse = new Path(dir)
+  }
+
+  override def name(): String = catalogName
+
+  private def spark = SparkSession.active
+  private def hadoopConf = SparkInternals.hadoopConf(spark, Map.empty)
+  private def fs = warehouse.getFileSystem(hadoopConf)
+
+  private def isPathIdentifier(ident: Identifier): Boolean =
+    ident.namespace().isEmpty && (ident.name().startsWith("/") || ident.name().contains(":/"))
+
+  private[catalog] def location(ident: Identifier): Path =
+    if (isPathIdentifier(ident)) new Path(ident.name())
+    else new Path(namespacePath(ident.namespace()), ident.name())
+
+  private def namespacePath(ns: Array[String]): Path = ns.foldLeft(warehouse)((p, n) => new Path(p, n))
+
+  private def logOf(ident: Identifier): TableLog = TableLog.forPath(location(ident), hadoopConf)
+
+  private def displayName(ident: Identifier): String =
+    (Seq(catalogName) ++ ident.namespace() :+ ident.name()).mkString(".")
+
+  override def loadTable(ident: Identifier): Table =
+    logOf(ident).snapshotOption() match {
+      case Some(s) => new StrataV2Table(displayName(ident), s)
+      case None => throw new NoSuchTableException(ident.namespace().toIndexedSeq :+ ident.name())
+    }
+
+  override def loadTable(ident: Identifier, version: String): Table = {
+    val v = version.toLongOption.getOrElse(throw new IllegalArgumentException(
+      s"VERSION AS OF needs a whole version number, not '$version'."))
+    if (!tableExists(ident)) throw new NoSuchTableException(ident.namespace().toIndexedSeq :+ ident.name())
+    new StrataV2Table(displayName(ident), logOf(ident).snapshotAt(v))
+  }
+
+  override def loadTable(ident: Identifier, timestampMicros: Long): Table = {
+    if (!tableExists(ident)) throw new NoSuchTableException(ident.namespace().toIndexedSeq :+ ident.name())
+    new StrataV2Table(displayName(ident), logOf(ident).snapshotAsOf(Math.floorDiv(timestampMicros, 1000L)))
+  }
+
+  override def tableExists(ident: Identifier): Boolean = logOf(ident).exists
+
+  override def listTables(namespace: Array[String]): Array[Identifier] = {
+    val dir = namespacePath(namespace)
+    if (!fs.exists(dir)) throw new NoSuchNamespaceException(namespace)
+    fs.listStatus(dir).filter(_.isDirectory).map(_.getPath.getName)
+      .filter(n => fs.exists(new Path(new Path(dir, n), "_delta_log"))).sorted
+      .map(n => Identifier.of(namespace, n))
+  }
+
+  override def createTable(ident: Identifier, columns: Array[Column], partitions: Array[Transform],
+                           properties: util.Map[String, String]): Table = {
+    val log = logOf(ident)
+    if (log.exists) throw new TableAlreadyExistsException(ident.namespace().toIndexedSeq :+ ident.name())
+    if (!isPathIdentifier(ident) && !namespaceExists(ident.namespace())) {
+      throw new NoSuchNamespaceException(ident.namespace())
+    }
+    val schema = StructType(columns.map { c =>
+      val f = StructField(c.name(), c.dataType(), c.nullable())
+      Option(c.comment()).fold(f)(f.withComment)
+    })
+    val partCols = TableSchema.resolvePartitionColumns(schema, partitions.toSeq.map { t =>
+      if (t.name() != "identity") throw new IllegalArgumentException(
+        s"Partition transform ${t.describe()} is not supported: Strata partitions by plain columns.")
+      t.references().head.fieldNames().mkString(".")
+    })
+    val props = properties.asScala.toMap
+    val reserved = Set(TableCatalog.PROP_PROVIDER, TableCatalog.PROP_LOCATION, TableCatalog.PROP_COMMENT,
+      TableCatalog.PROP_OWNER, TableCatalog.PROP_EXTERNAL, TableCatalog.PROP_IS_MANAGED_LOCATION)
+    props.get(TableCatalog.PROP_PROVIDER).filterNot(_.equalsIgnoreCase("strata")).foreach { p =>
+      throw new IllegalArgumentException(s"The $catalogName catalog only holds Strata tables; USING $p is not possible here.")
+    }
+    val txn = log.startTransaction()
+    txn.updateMetadata(Metadata(id = UUID.randomUUID().toString, description = props.get(TableCatalog.PROP_COMMENT),
+      schemaString = schema.json, partitionColumns = partCols,
+      configuration = props.filter { case (k, _) => !reserved(k) && !k.startsWith(TableCatalog.OPTION_PREFIX) },
+      createdTime = Some(System.currentTimeMillis())))
+    txn.commit(Nil, Operation("CREATE TABLE", Map(
+      "partitionBy" -> io.strata.log.ActionCodec.mapper.writeValueAsString(partCols.toArray))))
+    loadTable(ident)
+  }
+
+  override def alterTable(ident: Identifier, changes: TableChange*): Table =
+    throw new UnsupportedOperationException(s"ALTER TABLE on ${displayName(ident)} is not supported yet.")
+
+  override def dropTable(ident: Identifier): Boolean = {
+    if (isPathIdentifier(ident) || !tableExists(ident)) false
+    else fs.delete(location(ident), true)
+  }
+
+  override def renameTable(oldIdent: Identifier, newIdent: Identifier): Unit = {
+    if (!tableExists(oldIdent)) throw new NoSuchTableException(oldIdent.namespace().toIndexedSeq :+ oldIdent.name())
+    if (tableExists(newIdent)) throw new TableAlreadyExistsException(newIdent.namespace().toIndexedSeq :+ newIdent.name())
+    fs.mkdirs(location(newIdent).getParent)
+    if (!fs.rename(location(oldIdent), location(newIdent))) {
+      throw new IllegalStateException(s"Could not rename ${displayName(oldIdent)} to ${displayName(newIdent)}.")
+    }
+  }
+
+  // ---- namespaces: folders under the warehouse --------------------------------------------------------------------
+
+  override def listNamespaces(): Array[Array[String]] = listNamespaces(Array.empty)
+
+  override def listNamespaces(namespace: Array[String]): Array[Array[String]] = {
+    val dir = namespacePath(namespace)
+    if (!fs.exists(dir)) { if (namespace.isEmpty) Array.empty else throw new NoSuchNamespaceException(namespace) }
+    else fs.listStatus(dir).filter(_.isDirectory)
+      .filterNot(st => fs.exists(new Path(st.getPath, "_delta_log")))
+      .map(st => namespace :+ st.getPath.getName).sortBy(_.mkString("."))
+  }
+
+  override def namespaceExists(namespace: Array[String]): Boolean =
+    namespace.isEmpty || (fs.exists(namespacePath(namespace)) &&
+      !fs.exists(new Path(namespacePath(namespace), "_delta_log")))
+
+  override def loadNamespaceMetadata(namespace: Array[String]): util.Map[String, String] = {
+    if (!namespaceExists(namespace)) throw new NoSuchNamespaceException(namespace)
+    Map("location" -> namespacePath(namespace).toString).asJava
+  }
+
+  override def createNamespace(namespace: Array[String], metadata: util.Map[String, String]): Unit = {
+    if (namespaceExists(namespace)) throw new NamespaceAlreadyExistsException(namespace)
+    fs.mkdirs(namespacePath(namespace))
+  }
+
+  override def alterNamespace(namespace: Array[String], changes: NamespaceChange*): Unit =
+    throw new UnsupportedOperationException("Namespaces are folders; they have no properties to alter.")
+
+  override def dropNamespace(namespace: Array[String], cascade: Boolean): Boolean = {
+    if (!namespaceExists(namespace)) throw new NoSuchNamespaceException(namespace)
+    val dir = namespacePath(namespace)
+    if (!cascade && fs.listStatus(dir).nonEmpty) {
+      throw new IllegalStateException(s"Namespace ${namespace.mkString(".")} is not empty; use CASCADE.")
+    }
+    fs.delete(dir, true)
+  }
+}

@@ -1,0 +1,184 @@
+package io.strata.write
+
+import java.nio.file.{Files, Paths}
+
+import io.strata.SparkTestSession
+import io.strata.log.{ActionCodec, AddFile, InvalidTableOperationException, TableLog}
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.spark.SparkException
+import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.functions._
+import org.scalatest.funsuite.AnyFunSuite
+
+class V1WriteSuite extends AnyFunSuite with SparkTestSession {
+  import spark.implicits._
+
+  private def log(path: String) = TableLog.forPath(new Path(path), new Configuration())
+  private def read(path: String): DataFrame = spark.read.format("strata").load(path)
+  private def rows(df: DataFrame): Seq[Row] = df.collect().toSeq.sortBy(_.toString)
+
+  private def sample(n: Int, offset: Int = 0): DataFrame =
+    spark.range(offset, offset + n).select($"id", ($"id" % 3).cast("string").as("p"), ($"id" * 1.5).as("v"))
+
+  test("append, append, overwrite: versions, contents and time travel") {
+    val path = tempDir().resolve("t").toString
+    sample(10).write.format("strata").partitionBy("p").save(path)
+    sample(10, 10).write.format("strata").mode("append").save(path)
+    assert(read(path).count() == 20)
+    sample(5, 100).write.format("strata").mode("overwrite").save(path)
+    assert(rows(read(path)) == rows(sample(5, 100).select("id", "p", "v")))
+    assert(read(path).where($"p" === "1").count() == sample(5, 100).where($"p" === "1").count())
+    assert(spark.read.format("strata").option("versionAsOf", 1).load(path).count() == 20)
+    assert(spark.read.format("strata").option("versionAsOf", 0).load(path).count() == 10)
+    val snap = log(path).snapshot()
+    assert(snap.version == 2)
+    assert(snap.partitionColumns == Seq("p"))
+    val ops = log(path).history().map(c => c.commitInfo.get.json.get("operationParameters").get("mode").asText)
+    assert(ops == Seq("Overwrite", "Append", "Append"))
+  }
+
+  test("partition values with nulls, empty strings and special characters round-trip") {
+    val path = tempDir().resolve("special").toString
+    val values = Seq(null, "", "a/b", "k=v", "100%", "with space", "colon:x", "ünïcødé ✓")
+    val df = values.zipWithIndex.map { case (p, i) => (i.toLong, p) }.toDF("id", "p")
+    df.write.format("strata").partitionBy("p").save(path)
+    val back = read(path).collect().map(r => r.getLong(0) -> Option(r.getString(1))).toMap
+    values.zipWithIndex.foreach { case (p, i) =>
+      assert(back(i.toLong) == Option(p).filter(_.nonEmpty), s"value #$i")
+    }
+    val adds = log(path).readCommit(0).collect { case a: AddFile => a }
+    val byValue = adds.map(a => a.partitionValues("p") -> a.path).toMap
+    assert(byValue(Some("a/b")).startsWith("p=a%252Fb/"))
+    assert(byValue(Some("with space")).startsWith("p=with%20space/"))
+    assert(byValue(None).startsWith("p=__HIVE_DEFAULT_PARTITION__/"))
+    assert(!byValue.contains(Some("")), "an empty string is stored as the null partition value")
+    adds.foreach(a => assert(a.path.matches(""".*/part-\d{5}-[0-9a-f-]{36}-c\d{3}\.snappy\.parquet"""), a.path))
+  }
+
+  test("statistics: numRecords, min, max and null counts per file") {
+    val path = tempDir().resolve("stats").toString
+    Seq((1L, "b", Some(2.0)), (5L, "a", None), (3L, "c", Some(-1.0))).toDF("id", "s", "d")
+      .coalesce(1).write.format("strata").save(path)
+    val add = log(path).snapshot().files.head
+    val stats = ActionCodec.mapper.readTree(add.stats.get)
+    assert(stats.get("numRecords").asLong == 3)
+    assert(stats.get("minValues").get("id").asLong == 1 && stats.get("maxValues").get("id").asLong == 5)
+    assert(stats.get("minValues").get("s").asText == "a" && stats.get("maxValues").get("s").asText == "c")
+    assert(stats.get("nullCount").get("d").asLong == 1)
+  }
+
+  test("ErrorIfExists and Ignore on an existing table") {
+    val path = tempDir().resolve("modes").toString
+    sample(3).write.format("strata").save(path)
+    val e = intercept[InvalidTableOperationException](sample(3).write.format("strata").mode("errorifexists").save(path))
+    assert(e.getMessage.contains("already exists"))
+    sample(3).write.format("strata").mode("ignore").save(path)
+    assert(log(path).snapshot().version == 0)
+  }
+
+  test("a task failing mid-write leaves the table at its previous version and no new files") {
+    val dir = tempDir()
+    val path = dir.resolve("fail").toString
+    sample(20).write.format("strata").save(path)
+    val before = filesUnder(Paths.get(path))
+    val boom = udf((id: Long) => { if (id == 17) throw new IllegalStateException("injected failure"); id })
+    val bad = sample(20).repartition(2).withColumn("id", boom($"id"))
+    intercept[SparkException](bad.write.format("strata").mode("append").save(path))
+    assert(log(path).snapshot().version == 0)
+    assert(read(path).count() == 20)
+    assert(filesUnder(Paths.get(path)) == before, "files of the failed job were not cleaned up")
+  }
+
+  test("schema mismatches fail clearly and write nothing") {
+    val path = tempDir().resolve("schema").toString
+    sample(3).write.format("strata").save(path)
+    val before = filesUnder(Paths.get(path))
+    val extra = intercept[InvalidTableOperationException](
+      sample(3).withColumn("x", lit(1)).write.format("strata").mode("append").save(path))
+    assert(extra.getMessage.contains("column 'x' (int) is not in the table"))
+    val typed = intercept[InvalidTableOperationException](
+      sample(3).withColumn("v", $"v".cast("string")).write.format("strata").mode("append").save(path))
+    assert(typed.getMessage.contains("column 'v' is double in the table but string in the data"))
+    val missing = intercept[InvalidTableOperationException](
+      sample(3).drop("v").write.format("strata").mode("append").save(path))
+    assert(missing.getMessage.contains("column 'v' (double) is missing"))
+    val parts = intercept[InvalidTableOperationException](
+      sample(3).write.format("strata").mode("append").partitionBy("p").save(path))
+    assert(parts.getMessage.contains("partitioned by []"))
+    assert(filesUnder(Paths.get(path)) == before)
+    assert(log(path).snapshot().version == 0)
+  }
+
+  test("columns are matched by name, case-insensitively, and stored in the table's order and spelling") {
+    val path = tempDir().resolve("order").toString
+    sample(3).write.format("strata").save(path)
+    sample(3, 3).select($"V", $"ID", $"p").write.format("strata").mode("append").save(path)
+    assert(rows(read(path)) == rows(sample(6)))
+  }
+
+  test("unknown and invalid options are rejected before anything is written") {
+    val path = tempDir().resolve("opts").toString
+    val e = intercept[InvalidTableOperationException](
+      sample(3).write.format("strata").option("compresion", "zstd").save(path))
+    assert(e.getMessage.contains("Unknown option 'compresion'. Did you mean 'compression'?"))
+    val codec = intercept[InvalidTableOperationException](
+      sample(3).write.format("strata").option("compression", "brotli2").save(path))
+    assert(codec.getMessage.contains("'compression' has invalid value 'brotli2'"))
+    assert(!Files.exists(Paths.get(path, "_delta_log")))
+  }
+
+  test("compression and maxRecordsPerFile reach the Parquet writer") {
+    val path = tempDir().resolve("codec").toString
+    spark.range(100).coalesce(1).write.format("strata").option("compression", "zstd")
+      .option("maxRecordsPerFile", 30).save(path)
+    val files = log(path).snapshot().files
+    assert(files.size == 4)
+    assert(files.forall(_.path.endsWith(".zstd.parquet")))
+    assert(read(path).count() == 100)
+  }
+
+  test("a location holding files but no log is refused") {
+    val dir = tempDir().resolve("foreign")
+    spark.range(3).write.parquet(dir.toString)
+    val e = intercept[InvalidTableOperationException](spark.range(3).write.format("strata").save(dir.toString))
+    assert(e.getMessage.contains("but no Strata/Delta log"))
+  }
+
+  test("txnAppId/txnVersion make a retried write a no-op") {
+    val path = tempDir().resolve("idem").toString
+    def w(v: Long) = sample(4).write.format("strata").mode("append")
+      .option("txnAppId", "job-1").option("txnVersion", v).save(path)
+    w(1); w(1); w(2); w(1)
+    assert(log(path).snapshot().version == 1)
+    assert(read(path).count() == 8)
+    assert(log(path).snapshot().transactionVersion("job-1").contains(2))
+  }
+
+  test("a checkpoint every 10 commits, and the table reads the same through it") {
+    val path = tempDir().resolve("cp").toString
+    (0 until 12).foreach(i => spark.range(i * 10, i * 10 + 10).write.format("strata").mode("append").save(path))
+    assert(Files.exists(Paths.get(path, "_delta_log", "00000000000000000010.checkpoint.parquet")))
+    assert(Files.exists(Paths.get(path, "_delta_log", "_last_checkpoint")))
+    val snap = log(path).snapshot()
+    assert(snap.segment.checkpointVersion.contains(10L) && snap.segment.commitFiles.size == 1)
+    assert(read(path).count() == 120)
+    assert(read(path).agg(sum("id")).head().getLong(0) == (0 until 120).sum)
+  }
+
+  test("NOT NULL columns of a catalog table are enforced on path writes") {
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS strata.nn")
+    spark.sql("CREATE TABLE strata.nn.t (id BIGINT NOT NULL, s STRING) USING strata")
+    val path = spark.sql("DESCRIBE TABLE EXTENDED strata.nn.t").where($"col_name" === "Location").head().getString(1)
+    Seq((1L, "a")).toDF("id", "s").write.format("strata").mode("append").save(path)
+    // Local data may fail while planning (constant folding), real data inside the tasks: both must commit nothing.
+    val e = intercept[Exception](
+      Seq((Some(2L), "b"), (None, "c")).toDF("id", "s").write.format("strata").mode("append").save(path))
+    assert(e.getMessage.contains("NOT NULL constraint violated: column 'id'"))
+    val e2 = intercept[SparkException](spark.range(10).select(when($"id" =!= 7, $"id").as("id"), lit("x").as("s"))
+      .repartition(2).write.format("strata").mode("append").save(path))
+    assert(e2.getMessage.contains("NOT NULL constraint violated: column 'id'"))
+    assert(spark.table("strata.nn.t").count() == 1)
+    assert(log(path).snapshot().version == 1)
+  }
+}
