@@ -18,6 +18,8 @@ JAR_SRC      := jvm/target/scala-2.13/strata-spark_2.13-$(VERSION).jar
 PKG_JAR      := python/src/strata/jars/strata-spark.jar
 WHEEL        := $(BUILD_DIR)/dist/strata-$(VERSION)-py3-none-any.whl
 JVM_SOURCES  := $(shell find jvm/src/main -type f 2>/dev/null) build.sbt VERSION project/build.properties
+DELTA_VERSION := 4.4.0
+PEER_JARS    := $(BUILD_DIR)/peers/delta-spark_4.1_2.13-$(DELTA_VERSION).jar $(BUILD_DIR)/peers/delta-storage-$(DELTA_VERSION).jar
 PY_SOURCES   := $(shell find python/src -type f -name '*.py' -o -name 'py.typed' 2>/dev/null) python/pyproject.toml python/setup.py VERSION
 
 # JVM proxy flags from the usual environment variables, so sbt and the JVMs it starts take the route mvn takes.
@@ -33,7 +35,7 @@ SBT := java $(SBT_OPTS) $(call proxy_opts) \
   -Dsbt.server.autostart=false -Dsbt.supershell=false -Dsbt.color=false -Dsbt.ci=true \
   -jar $(SBT_LAUNCH)
 
-.PHONY: build demo test test-jvm test-python typecheck jar wheel sbt clean bench
+.PHONY: build demo test test-jvm test-python typecheck jar wheel sbt clean bench peer-jars
 
 ## build: bootstrap sbt, build the connector jar, create .venv and install the strata wheel into it
 build: $(VENV)/.installed
@@ -48,8 +50,16 @@ test: build test-jvm typecheck test-python
 test-jvm: $(SBT_LAUNCH) $(SBT_REPOS)
 	$(SBT) jvm/test < /dev/null
 
-test-python: build
+test-python: build $(PEER_JARS)
 	$(VENV)/bin/pytest -q tests
+
+## peer-jars: delta-spark from Maven Central, for interoperability tests (never shipped)
+peer-jars: $(PEER_JARS)
+
+$(BUILD_DIR)/peers/%.jar:
+	@mkdir -p $(BUILD_DIR)/peers
+	mvn -q -B dependency:copy -Dartifact=io.delta:$(subst -$(DELTA_VERSION),,$*):$(DELTA_VERSION) -DoutputDirectory=$(BUILD_DIR)/peers
+	@test -f $@
 
 typecheck: build
 	$(VENV)/bin/mypy --strict python/src/strata

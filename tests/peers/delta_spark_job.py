@@ -1,0 +1,53 @@
+"""Runs delta-spark (io.delta:delta-spark_4.1_2.13) in its own Spark application, as an independent peer.
+
+Usage: python delta_spark_job.py read PATH OUT_JSON
+       python delta_spark_job.py write PATH OUT_JSON
+`read` dumps the table's rows (as JSON strings) and version; `write` creates a table with delta-spark first.
+"""
+from __future__ import annotations
+
+import datetime
+import decimal
+import json
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+
+def main() -> None:
+    mode, path, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.jars", os.environ["STRATA_DELTA_JARS"])
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    if mode == "write":
+        rows = [
+            (i, ["a/b", "k=v", "100%", "with space", "ünï", None, ""][i % 7],
+             datetime.date(2024, 1, 1 + i % 28), datetime.datetime(2024, 1, 1, i % 24, 30, 15, 123456),
+             decimal.Decimal(i) / 8, i % 2 == 0)
+            for i in range(40)
+        ]
+        schema = "id long, p string, d date, ts timestamp, amt decimal(12,3), flag boolean"
+        df = spark.createDataFrame(rows, schema)
+        df.write.format("delta").partitionBy("p").save(path)
+        for k in range(11):  # crosses delta-spark's checkpoint interval of 10
+            spark.createDataFrame(rows[k:k + 3], schema).write.format("delta").mode("append").save(path)
+        spark.createDataFrame(rows[5:30], schema).write.format("delta").mode("overwrite").save(path)
+        spark.createDataFrame(rows[0:4], schema).write.format("delta").mode("append").save(path)
+    df = spark.read.format("delta").load(path)
+    version = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").agg({"version": "max"}).collect()[0][0]
+    result = {"rows": sorted(df.toJSON().collect()), "version": version, "columns": df.columns}
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump(result, f)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

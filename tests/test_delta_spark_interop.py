@@ -1,0 +1,88 @@
+"""Tables Strata writes are read by delta-spark, and tables delta-spark writes are read by Strata.
+
+delta-spark runs in a separate Spark application (tests/peers/delta_spark_job.py) with its jars from Maven Central
+(fetched by `make peer-jars` into build/peers).
+"""
+from __future__ import annotations
+
+import datetime
+import decimal
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+ROOT = Path(__file__).resolve().parent.parent
+PEERS = ROOT / "build" / "peers"
+
+
+def delta_jars() -> str:
+    jars = sorted(str(p) for p in PEERS.glob("delta-*.jar"))
+    assert len(jars) == 2, f"delta-spark jars missing in {PEERS}: run `make peer-jars`"
+    return ",".join(jars)
+
+
+def run_delta_spark(mode: str, path: Path, out: Path) -> dict[str, Any]:
+    env = dict(os.environ, STRATA_DELTA_JARS=delta_jars())
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "peers" / "delta_spark_job.py"), mode, str(path), str(out)],
+        env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return result
+
+
+def strata_rows(spark: SparkSession, path: Path, columns: list[str]) -> list[str]:
+    df = spark.read.format("strata").load(str(path)).select(*columns)
+    return sorted(df.toJSON().collect())
+
+
+def test_delta_spark_reads_what_strata_wrote(spark: SparkSession, tmp_path: Path) -> None:
+    path = tmp_path / "strata_table"
+    rows = [
+        (i, ["a/b", "k=v", "100%", "with space", "ünï ✓", None, "", "x:y"][i % 8],
+         datetime.date(2023, 12, 1 + i % 28), datetime.datetime(2023, 12, 1, i % 24, 5, 7, 250000),
+         decimal.Decimal(i) / 4, i % 3 == 0)
+        for i in range(48)
+    ]
+    schema = "id long, p string, d date, ts timestamp, amt decimal(12,3), flag boolean"
+    spark.createDataFrame(rows, schema).write.format("strata").partitionBy("p").save(str(path))
+    for k in range(11):  # version 10 gets a checkpoint
+        spark.createDataFrame(rows[k:k + 2], schema).write.format("strata").mode("append").save(str(path))
+    spark.createDataFrame(rows[3:40], schema).write.format("strata").mode("overwrite").save(str(path))
+    spark.createDataFrame(rows[0:5], schema).write.format("strata").mode("append").save(str(path))
+    assert (path / "_delta_log" / "00000000000000000010.checkpoint.parquet").exists()
+
+    peer = run_delta_spark("read", path, tmp_path / "out.json")
+    assert peer["version"] == 13
+    assert peer["rows"] == strata_rows(spark, path, peer["columns"])
+    assert len(peer["rows"]) == 42
+
+
+@pytest.fixture(scope="module")
+def delta_written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    base = tmp_path_factory.mktemp("delta_spark")
+    path = base / "delta_table"
+    return path, run_delta_spark("write", path, base / "out.json")
+
+
+def test_strata_reads_what_delta_spark_wrote(spark: SparkSession, delta_written: tuple[Path, dict[str, Any]]) -> None:
+    path, peer = delta_written
+    assert (path / "_delta_log" / "00000000000000000010.checkpoint.parquet").exists()
+    assert peer["version"] == 13
+    assert strata_rows(spark, path, peer["columns"]) == peer["rows"]
+    assert len(peer["rows"]) == 29
+
+
+@pytest.mark.parametrize("version,expected", [(0, 40), (11, 40 + 3 * 11), (12, 25)])
+def test_strata_time_travel_on_delta_spark_table(spark: SparkSession, delta_written: tuple[Path, dict[str, Any]],
+                                                 version: int, expected: int) -> None:
+    path, _ = delta_written
+    df = spark.read.format("strata").option("versionAsOf", version).load(str(path))
+    assert df.count() == expected
