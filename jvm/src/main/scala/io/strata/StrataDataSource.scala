@@ -1,6 +1,6 @@
 package io.strata
 
-import io.strata.config.StrataOptions
+import io.strata.config.{StrataOptions, WriteOptions}
 import io.strata.log.{InvalidTableOperationException, TableLog}
 import io.strata.read.SnapshotReader
 import io.strata.shim.SparkInternals
@@ -35,10 +35,29 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
       case SaveMode.Ignore if exists => // nothing to do
       case _ =>
         if (!exists) refuseForeignFiles(log)
-        val writeMode = if (mode == SaveMode.Overwrite) WriteMode.Overwrite else WriteMode.Append
-        V1TableWriter.write(log, data, writeMode, options)
+        V1TableWriter.write(log, data, writeMode(sqlContext, mode, options), options)
     }
     SnapshotReader.relation(sqlContext.sparkSession, log.snapshot())
+  }
+
+  /** The table-level meaning of a save mode plus replaceWhere / partitionOverwriteMode (option > session conf). */
+  private def writeMode(sqlContext: SQLContext, mode: SaveMode, options: WriteOptions): WriteMode = {
+    val dynamic = options.partitionOverwriteMode
+      .orElse(sqlContext.sparkSession.conf.getOption("spark.sql.sources.partitionOverwriteMode").map(_.toLowerCase))
+      .contains("dynamic")
+    (mode, options.replaceWhere) match {
+      case (SaveMode.Overwrite, Some(_)) if options.partitionOverwriteMode.contains("dynamic") =>
+        throw new InvalidTableOperationException(
+          "Options replaceWhere and partitionOverwriteMode=dynamic cannot be combined: pick one.")
+      case (SaveMode.Overwrite, Some(p)) => WriteMode.ReplaceWhere(p)
+      case (SaveMode.Overwrite, None) if dynamic && !options.overwriteSchema => WriteMode.DynamicOverwrite
+      case (SaveMode.Overwrite, None) => WriteMode.Overwrite
+      case (_, Some(_)) => throw new InvalidTableOperationException(
+        "Option replaceWhere only applies to mode 'overwrite'.")
+      case _ if options.partitionOverwriteMode.contains("dynamic") => throw new InvalidTableOperationException(
+        "Option partitionOverwriteMode=dynamic only applies to mode 'overwrite'.")
+      case _ => WriteMode.Append
+    }
   }
 
   private def tableLog(sqlContext: SQLContext, parameters: Map[String, String]): TableLog = {

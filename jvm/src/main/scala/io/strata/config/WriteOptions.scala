@@ -11,7 +11,11 @@ final case class WriteOptions(
     userMetadata: Option[String] = None,
     txnAppId: Option[String] = None,
     txnVersion: Option[Long] = None,
-    partitionColumns: Option[Seq[String]] = None) {
+    partitionColumns: Option[Seq[String]] = None,
+    replaceWhere: Option[String] = None,
+    partitionOverwriteMode: Option[String] = None,
+    mergeSchema: Boolean = false,
+    overwriteSchema: Boolean = false) {
   /** The idempotent-write marker, when both halves are given. */
   def appTransaction: Option[(String, Long)] = for { a <- txnAppId; v <- txnVersion } yield (a, v)
 }
@@ -34,13 +38,18 @@ object StrataOptions {
   val TxnVersion = "txnVersion"
   val VersionAsOf = "versionAsOf"
   val TimestampAsOf = "timestampAsOf"
+  val ReplaceWhere = "replaceWhere"
+  val PartitionOverwriteMode = "partitionOverwriteMode"
+  val MergeSchema = "mergeSchema"
+  val OverwriteSchema = "overwriteSchema"
 
   val Codecs: Seq[String] = Seq("snappy", "zstd", "gzip", "lz4", "lz4_raw", "uncompressed", "none")
 
-  private val writeKeys = Seq(Path, PartitionColumns, Compression, MaxRecordsPerFile, UserMetadata, TxnAppId, TxnVersion)
+  private val writeKeys = Seq(Path, PartitionColumns, Compression, MaxRecordsPerFile, UserMetadata, TxnAppId, TxnVersion,
+    ReplaceWhere, PartitionOverwriteMode, MergeSchema, OverwriteSchema)
   private val readKeys = Seq(Path, VersionAsOf, TimestampAsOf)
   /** Options of delta-spark that Strata will support but does not yet: named so the error can say so. */
-  private val comingSoon = Seq("replaceWhere", "partitionOverwriteMode", "mergeSchema", "overwriteSchema", "dataChange")
+  private val comingSoon = Seq("dataChange", "optimizeWrite", "autoCompact")
 
   def parseWrite(options: Map[String, String]): WriteOptions = {
     val o = normalize(options, writeKeys)
@@ -54,8 +63,15 @@ object StrataOptions {
         "increasing version) or neither.")
     appId.foreach(a => if (a.trim.isEmpty) bad(TxnAppId, a, "a non-empty application id"))
     val partitionCols = o.get(lc(PartitionColumns)).map(decodeColumns)
+    val overwriteMode = o.get(lc(PartitionOverwriteMode)).map(_.toLowerCase(Locale.ROOT))
+    overwriteMode.foreach(m => if (m != "static" && m != "dynamic") {
+      bad(PartitionOverwriteMode, o(lc(PartitionOverwriteMode)), "'static' or 'dynamic'")
+    })
+    val replaceWhere = o.get(lc(ReplaceWhere))
+    replaceWhere.foreach(p => if (p.trim.isEmpty) bad(ReplaceWhere, p, "a SQL predicate such as \"day = '2024-01-01'\""))
     WriteOptions(if (codec == "none") "uncompressed" else codec, maxRecords.filter(_ > 0), o.get(lc(UserMetadata)),
-      appId, txnVersion, partitionCols)
+      appId, txnVersion, partitionCols, replaceWhere, overwriteMode,
+      boolean(o, MergeSchema), boolean(o, OverwriteSchema))
   }
 
   def parseRead(options: Map[String, String]): ReadOptions = {
@@ -87,6 +103,13 @@ object StrataOptions {
   }
 
   private def lc(s: String) = s.toLowerCase(Locale.ROOT)
+
+  private def boolean(o: Map[String, String], name: String): Boolean = o.get(lc(name)) match {
+    case None => false
+    case Some(v) if v.trim.equalsIgnoreCase("true") => true
+    case Some(v) if v.trim.equalsIgnoreCase("false") => false
+    case Some(v) => bad(name, v, "true or false")
+  }
 
   private def bad(name: String, value: String, allowed: String): Nothing =
     throw new InvalidTableOperationException(s"Option '$name' has invalid value '$value': it must be $allowed.")

@@ -1,7 +1,7 @@
 package io.strata.read
 
 import io.strata.config.ReadOptions
-import io.strata.log.{InvalidTableOperationException, ProtocolSupport, Snapshot, TableLog}
+import io.strata.log.{AddFile, InvalidTableOperationException, ProtocolSupport, Snapshot, TableLog}
 import io.strata.shim.{IndexedFile, LogFileIndex, SparkInternals}
 import io.strata.table.{PartitionValues, TableSchema}
 import org.apache.spark.sql.SparkSession
@@ -21,15 +21,17 @@ object SnapshotReader {
     snapshot
   }
 
-  def relation(spark: SparkSession, snapshot: Snapshot): BaseRelation = {
+  /** A relation over the snapshot's files (or the given subset of them). */
+  def relation(spark: SparkSession, snapshot: Snapshot, only: Option[Seq[AddFile]] = None): BaseRelation = {
     val table = TableSchema.of(snapshot.metadata)
-    SparkInternals.parquetRelation(spark, fileIndex(spark, snapshot), table.partitionSchema, table.schema, Map.empty)
+    SparkInternals.parquetRelation(spark, fileIndex(spark, snapshot, only), table.partitionSchema, table.schema,
+      Map.empty)
   }
 
   /** The snapshot's live files as a Spark file index (typed partition values, no directory listing). */
-  def fileIndex(spark: SparkSession, snapshot: Snapshot): LogFileIndex = {
+  def fileIndex(spark: SparkSession, snapshot: Snapshot, only: Option[Seq[AddFile]] = None): LogFileIndex = {
     val partSchema = TableSchema.of(snapshot.metadata).partitionSchema
-    val files = snapshot.files.map { f =>
+    val files = only.getOrElse(snapshot.files).map { f =>
       val values = InternalRow.fromSeq(partSchema.fields.toSeq.map { field =>
         f.partitionValues.getOrElse(field.name, None).map { v =>
           SparkInternals.castPartitionValue(PartitionValues.toCastableString(v, field.dataType), field.dataType, "UTC")

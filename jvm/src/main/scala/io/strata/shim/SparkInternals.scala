@@ -6,7 +6,7 @@ import org.apache.hadoop.mapreduce.Job
 import org.apache.spark.internal.io.FileCommitProtocol
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Cast, Literal}
+import org.apache.spark.sql.catalyst.expressions.{Cast, Expression, Literal}
 import org.apache.spark.sql.classic.ClassicConversions.castToImpl
 import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
 import org.apache.spark.sql.execution.datasources._
@@ -22,6 +22,42 @@ import scala.collection.mutable
  */
 object SparkInternals {
   def classic(spark: SparkSession): ClassicSession = castToImpl(spark)
+
+  def activeSession: ClassicSession = ClassicSession.active
+
+  /** The column names a SQL predicate refers to (parsed, not resolved). */
+  def referencedColumns(predicate: String): Seq[String] =
+    parsePredicate(predicate).references.toSeq.map(_.name)
+
+  private def parsePredicate(predicate: String): Expression =
+    try activeSession.sessionState.sqlParser.parseExpression(predicate) catch {
+      case e: Exception => throw new io.strata.log.InvalidTableOperationException(
+        s"'$predicate' is not a valid SQL predicate: ${e.getMessage.linesIterator.next()}")
+    }
+
+  /**
+   * A predicate over partition columns compiled once and evaluated on the log's partition values (strings), with
+   * Spark's own analysis (type coercion) and expression evaluation.
+   */
+  def partitionMatcher(spark: SparkSession, predicate: String, partitionSchema: StructType)
+      : Map[String, Option[String]] => Boolean = {
+    val session = classic(spark)
+    val probe = session.createDataFrame(session.sparkContext.emptyRDD[org.apache.spark.sql.Row], partitionSchema)
+      .where(predicate)
+    val condition = probe.queryExecution.analyzed.collectFirst {
+      case org.apache.spark.sql.catalyst.plans.logical.Filter(c, child) => (c, child.output)
+    }.getOrElse(throw new IllegalStateException(s"Could not analyze predicate '$predicate'"))
+    val bound = org.apache.spark.sql.catalyst.expressions.Predicate.create(condition._1, condition._2)
+    val fields = partitionSchema.fields.toSeq
+    values => {
+      val row = InternalRow.fromSeq(fields.map { f =>
+        values.getOrElse(f.name, None).map { v =>
+          castPartitionValue(io.strata.table.PartitionValues.toCastableString(v, f.dataType), f.dataType, "UTC")
+        }.orNull
+      })
+      bound.eval(row)
+    }
+  }
 
   def hadoopConf(spark: SparkSession, options: Map[String, String]): Configuration =
     classic(spark).sessionState.newHadoopConfWithOptions(options)
@@ -66,15 +102,60 @@ object SparkInternals {
     Cast(Literal(value), dataType, Some(timeZone)).eval()
 }
 
-/** Spark's Parquet writer with timestamps as INT64 micros, so that Parquet keeps min/max statistics for them. */
+/**
+ * Strata's FileFormat for writes: Spark's Parquet writer with timestamps as INT64 micros (so Parquet keeps min/max
+ * statistics for them), behind Strata's own OutputWriterFactory / OutputWriter.
+ */
 final class StrataParquetFormat extends ParquetFileFormat {
   override def prepareWrite(spark: SparkSession, job: Job, options: Map[String, String],
                             dataSchema: StructType): OutputWriterFactory = {
-    val factory = super.prepareWrite(spark, job, options, dataSchema)
+    val parquet = super.prepareWrite(spark, job, options, dataSchema)
     job.getConfiguration.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-    factory
+    new StrataOutputWriterFactory(parquet)
   }
   override def toString: String = "Strata(Parquet)"
+}
+
+/** Wraps Spark's Parquet writer factory; the place for per-row write checks. */
+final class StrataOutputWriterFactory(parquet: OutputWriterFactory) extends OutputWriterFactory {
+  override def getFileExtension(context: org.apache.hadoop.mapreduce.TaskAttemptContext): String =
+    parquet.getFileExtension(context)
+  override def newInstance(path: String, dataSchema: StructType,
+                           context: org.apache.hadoop.mapreduce.TaskAttemptContext): OutputWriter =
+    new StrataOutputWriter(parquet.newInstance(path, dataSchema, context), WriteFaults.forTask(context))
+}
+
+/** One data file being written. */
+final class StrataOutputWriter(parquet: OutputWriter, faults: WriteFaults) extends OutputWriter {
+  private var rows = 0L
+  override def write(row: InternalRow): Unit = {
+    parquet.write(row)
+    rows += 1
+    faults.afterRow(rows)
+  }
+  override def close(): Unit = parquet.close()
+  override def path(): String = parquet.path()
+}
+
+/**
+ * Test-only fault injection, off unless the Hadoop conf sets `strata.test.failAfterRows` (fail a task's first
+ * attempt after writing that many rows to a file). Failure tests use it to break real writes at a chosen point.
+ */
+final class WriteFaults(failAfterRows: Long) extends Serializable {
+  def afterRow(n: Long): Unit =
+    if (failAfterRows > 0 && n == failAfterRows) {
+      throw new java.io.IOException(s"Injected write failure after $n rows (strata.test.failAfterRows)")
+    }
+}
+
+object WriteFaults {
+  val FailAfterRowsKey = "strata.test.failAfterRows"
+  def forTask(context: org.apache.hadoop.mapreduce.TaskAttemptContext): WriteFaults = {
+    val n = context.getConfiguration.getLong(FailAfterRowsKey, 0L)
+    // Hadoop's attempt id here is Spark's task id; the retry number comes from the TaskContext.
+    val firstAttempt = Option(org.apache.spark.TaskContext.get()).forall(_.attemptNumber() == 0)
+    new WriteFaults(if (firstAttempt) n else 0L)
+  }
 }
 
 /** One live data file of a snapshot, as the file index needs it. */

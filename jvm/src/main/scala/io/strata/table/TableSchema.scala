@@ -40,35 +40,65 @@ object TableSchema {
     resolved
   }
 
+  /** One table column fed by a write: the data column that feeds it and whether it must be widened. */
+  final case class ColumnFeed(table: StructField, source: String, cast: Boolean)
+
+  /** The outcome of matching a write's data against a table schema. */
+  final case class SchemaMatch(feeds: Seq[ColumnFeed], newSchema: Option[StructType])
+
   /**
-   * Checks that `data` can be written into a table of schema `table`: same columns (matched case-insensitively, as
-   * Spark resolves names) with the same types. Returns the data's column name for each table column, in table order.
+   * Matches `data` against table schema `table`: columns by name (case-insensitively, as Spark resolves names), types
+   * equal or safely widened to the table's (int into bigint, float into double, ...). With `merge`, data columns the
+   * table lacks are appended to the schema. Anything else is an error listing every problem.
    */
-  def matchColumns(table: StructType, data: StructType, tableName: String): Seq[(String, String)] = {
+  def matchColumns(table: StructType, data: StructType, tableName: String, merge: Boolean = false): SchemaMatch = {
     val byLower = data.fields.groupBy(_.name.toLowerCase(Locale.ROOT))
     byLower.collectFirst { case (_, fs) if fs.length > 1 => fs.map(_.name) }.foreach { names =>
       throw new InvalidTableOperationException(s"The data has columns ${names.mkString(" and ")}, which differ only " +
         "in case; column names are case-insensitive.")
     }
     val problems = Seq.newBuilder[String]
-    val pairs = table.fields.toSeq.flatMap { f =>
+    val feeds = table.fields.toSeq.flatMap { f =>
       byLower.get(f.name.toLowerCase(Locale.ROOT)).map(_.head) match {
         case None => problems += s"column '${f.name}' (${f.dataType.simpleString}) is missing from the data"; None
-        case Some(d) if !sameType(f.dataType, d.dataType) =>
+        case Some(d) if sameType(f.dataType, d.dataType) => Some(ColumnFeed(f, d.name, cast = false))
+        case Some(d) if canWiden(d.dataType, f.dataType) => Some(ColumnFeed(f, d.name, cast = true))
+        case Some(d) =>
           problems += s"column '${f.name}' is ${f.dataType.simpleString} in the table but ${d.dataType.simpleString} in the data"
           None
-        case Some(d) => Some(f.name -> d.name)
       }
     }
     val tableLower = table.fieldNames.map(_.toLowerCase(Locale.ROOT)).toSet
-    data.fields.filterNot(d => tableLower(d.name.toLowerCase(Locale.ROOT))).foreach { d =>
-      problems += s"column '${d.name}' (${d.dataType.simpleString}) is not in the table"
+    val extra = data.fields.filterNot(d => tableLower(d.name.toLowerCase(Locale.ROOT)))
+    if (!merge) extra.foreach { d =>
+      problems += s"column '${d.name}' (${d.dataType.simpleString}) is not in the table (use option mergeSchema " +
+        "to add it)"
     }
     val all = problems.result()
     if (all.nonEmpty) throw new InvalidTableOperationException(
       s"The data does not match the schema of $tableName: ${all.mkString("; ")}. Table schema: " +
         s"${table.toDDL}. Data schema: ${data.toDDL}.")
-    pairs
+    if (merge && extra.nonEmpty) {
+      val added = extra.map(d => StructField(d.name, asNullable(d.dataType), nullable = true, d.metadata))
+      SchemaMatch(feeds ++ added.map(f => ColumnFeed(f, f.name, cast = false)), Some(StructType(table.fields ++ added)))
+    } else SchemaMatch(feeds, None)
+  }
+
+  /** Widening that never loses information, done by casting the data to the table's type. */
+  def canWiden(from: DataType, to: DataType): Boolean = (from, to) match {
+    case (ByteType, ShortType | IntegerType | LongType) => true
+    case (ShortType, IntegerType | LongType) => true
+    case (IntegerType, LongType) => true
+    case (FloatType, DoubleType) => true
+    case (ByteType | ShortType | IntegerType, DoubleType) => true
+    case (DateType, TimestampType) => false // changes meaning with the session time zone: refuse
+    case (f: DecimalType, t: DecimalType) => t.scale >= f.scale && (t.precision - t.scale) >= (f.precision - f.scale)
+    case (ByteType, t: DecimalType) => t.precision - t.scale >= 3
+    case (ShortType, t: DecimalType) => t.precision - t.scale >= 5
+    case (IntegerType, t: DecimalType) => t.precision - t.scale >= 10
+    case (LongType, t: DecimalType) => t.precision - t.scale >= 20
+    case (NullType, _) => true
+    case _ => false
   }
 
   /** The same type with every field, element and value nullable (how path writes store a DataFrame's schema). */

@@ -5,28 +5,37 @@ import java.util.UUID
 import io.strata.config.WriteOptions
 import io.strata.log._
 import io.strata.table.TableSchema
+import io.strata.table.TableSchema.ColumnFeed
 import org.apache.spark.sql.types.StructType
 
 /** How a write changes the table; both write paths speak this. */
 sealed abstract class WriteMode(val name: String)
 object WriteMode {
+  /** Add the data to the table. */
   case object Append extends WriteMode("Append")
+  /** Replace the whole table. */
   case object Overwrite extends WriteMode("Overwrite")
+  /** Replace the rows matching `predicate` (a SQL condition); every written row must match it. */
+  final case class ReplaceWhere(predicate: String) extends WriteMode("Overwrite")
+  /** Replace the partitions the data writes into, keep the others. */
+  case object DynamicOverwrite extends WriteMode("Overwrite")
 }
 
 /**
  * One write of new data files into a table, shared by the V1 and V2 paths: it checks the data against the table
- * (or defines a new table), then turns the written files into one log commit. Everything that can be rejected is
- * rejected in [[TableWrite.begin]], before any file is written.
+ * (or defines a new table, or evolves its schema), then turns the written files into one log commit. Everything that
+ * can be rejected is rejected in [[TableWrite.begin]], before any file is written.
  */
 final class TableWrite private (
     val log: TableLog,
     val txn: Transaction,
     val schema: TableSchema,
-    /** For each table column, in table order, the name of the data column that feeds it. */
-    val columnMapping: Seq[(String, String)],
+    /** For each table column, in table order, the data column that feeds it. */
+    val feeds: Seq[ColumnFeed],
     val mode: WriteMode,
     val options: WriteOptions) {
+
+  private var replaced: Option[(Seq[AddFile], ReadPredicate)] = None
 
   val isNewTable: Boolean = txn.readSnapshot.isEmpty
 
@@ -35,32 +44,49 @@ final class TableWrite private (
     txn.applicationVersion(app).exists(_ >= version)
   }
 
+  /** The files of the table as this write read it. */
+  def currentFiles: Seq[AddFile] = txn.readSnapshot.map(_.files).getOrElse(Nil)
+
   /** Stats columns to index (delta.dataSkippingNumIndexedCols). */
   def numIndexedColumns: Int = txn.metadata.flatMap(_.configuration.get("delta.dataSkippingNumIndexedCols"))
     .flatMap(_.toIntOption).map(n => if (n < 0) Int.MaxValue else n).getOrElse(DataFileStats.DefaultIndexedColumns)
 
+  /** For [[WriteMode.ReplaceWhere]]: the files the predicate replaces, and the scope a concurrent add conflicts in. */
+  def replaceFiles(files: Seq[AddFile], scope: ReadPredicate): Unit = replaced = Some((files, scope))
+
   /** Commits the written files. Fails (typed) on a logical conflict; the caller deletes the files then. */
   def commit(added: Seq[AddFile]): CommitResult = {
     val now = System.currentTimeMillis()
-    val removed = mode match {
-      case WriteMode.Append => Nil
-      case WriteMode.Overwrite =>
-        val current = txn.readSnapshot.map(_.files).getOrElse(Nil)
-        txn.readWhere(ReadPredicate.WholeTable)
-        txn.readFiles(current)
-        current.map(_.remove(now))
+    val (toRemove, scope) = mode match {
+      case WriteMode.Append => (Nil, None)
+      case WriteMode.Overwrite => (currentFiles, Some(ReadPredicate.WholeTable))
+      case WriteMode.DynamicOverwrite =>
+        val written = added.map(_.partitionValues).toSet
+        val scope = ReadPredicate(s"the ${written.size} partition(s) this write replaces", written.contains)
+        (currentFiles.filter(f => written.contains(f.partitionValues)), Some(scope))
+      case WriteMode.ReplaceWhere(p) =>
+        val (files, scope) = replaced.getOrElse(throw new IllegalStateException(s"replaceWhere '$p': files not chosen"))
+        (files, Some(scope))
     }
+    scope.foreach(txn.readWhere)
+    txn.readFiles(toRemove)
+    val removed = toRemove.map(_.remove(now))
     val appTxn = options.appTransaction.map { case (app, v) => SetTransaction(app, v, Some(now)) }
     val metrics = Map(
       "numFiles" -> added.size.toLong,
       "numOutputRows" -> added.map(TableWrite.numRecords).sum,
       "numOutputBytes" -> added.map(_.size).sum,
       "numParts" -> added.map(_.partitionValues).distinct.size.toLong) ++
-      (if (mode == WriteMode.Overwrite) Map("numRemovedFiles" -> removed.size.toLong,
+      (if (mode != WriteMode.Append) Map("numRemovedFiles" -> removed.size.toLong,
         "numRemovedBytes" -> removed.flatMap(_.size).sum) else Map.empty)
     val params = Map(
       "mode" -> mode.name,
-      "partitionBy" -> ActionCodec.mapper.writeValueAsString(schema.partitionColumns.toArray))
+      "partitionBy" -> ActionCodec.mapper.writeValueAsString(schema.partitionColumns.toArray)) ++
+      (mode match {
+        case WriteMode.ReplaceWhere(p) => Map("predicate" -> ActionCodec.mapper.writeValueAsString(Array(p)))
+        case WriteMode.DynamicOverwrite => Map("partitionOverwriteMode" -> "DYNAMIC")
+        case _ => Map.empty[String, String]
+      })
     txn.commit(removed ++ added ++ appTxn, Operation("WRITE", params, metrics, options.userMetadata))
   }
 }
@@ -70,25 +96,37 @@ object TableWrite {
   def begin(log: TableLog, dataSchema: StructType, mode: WriteMode, options: WriteOptions): TableWrite = {
     val txn = log.startTransaction()
     val name = log.tablePath.toString
+    if (options.overwriteSchema && mode != WriteMode.Overwrite) throw new InvalidTableOperationException(
+      "Option overwriteSchema replaces the whole table: use it with mode 'overwrite' and without replaceWhere or " +
+        "dynamic partition overwrite.")
     txn.readSnapshot match {
-      case None =>
-        val partCols = TableSchema.resolvePartitionColumns(dataSchema, options.partitionColumns.getOrElse(Nil))
-        val schema = TableSchema.asNullable(dataSchema).asInstanceOf[StructType]
-        txn.updateMetadata(Metadata(id = UUID.randomUUID().toString, schemaString = schema.json,
-          partitionColumns = partCols, createdTime = Some(System.currentTimeMillis())))
-        new TableWrite(log, txn, TableSchema(schema, partCols), schema.fieldNames.toSeq.map(n => n -> n), mode, options)
-      case Some(snapshot) =>
+      case Some(snapshot) if !options.overwriteSchema =>
         ProtocolSupport.checkWritable(snapshot.protocol, snapshot.metadata, name)
         val table = TableSchema.of(snapshot.metadata)
         options.partitionColumns.foreach { cols =>
           if (cols.map(_.toLowerCase) != table.partitionColumns.map(_.toLowerCase)) {
             throw new InvalidTableOperationException(s"Table $name is partitioned by " +
-              s"${table.partitionColumns.mkString("[", ", ", "]")}, but the write asks for ${cols.mkString("[", ", ", "]")}. " +
-              "Leave partitionBy out, or give the table's partition columns.")
+              s"${table.partitionColumns.mkString("[", ", ", "]")}, but the write asks for " +
+              s"${cols.mkString("[", ", ", "]")}. Leave partitionBy out, give the table's partition columns, or " +
+              "replace the table with mode 'overwrite' and option overwriteSchema.")
           }
         }
-        val mapping = TableSchema.matchColumns(table.schema, dataSchema, name)
-        new TableWrite(log, txn, table, mapping, mode, options)
+        val matched = TableSchema.matchColumns(table.schema, dataSchema, name, merge = options.mergeSchema)
+        matched.newSchema.foreach { s => txn.updateMetadata(snapshot.metadata.copy(schemaString = s.json)) }
+        new TableWrite(log, txn, TableSchema(matched.newSchema.getOrElse(table.schema), table.partitionColumns),
+          matched.feeds, mode, options)
+      case existing =>
+        // A new table, or a whole-table replacement with overwriteSchema: the data defines schema and partitioning.
+        existing.foreach(s => ProtocolSupport.checkWritable(s.protocol, s.metadata, name))
+        val schema = TableSchema.asNullable(dataSchema).asInstanceOf[StructType]
+        val keep = existing.map(_.partitionColumns).filter(_.forall(c => schema.fieldNames.contains(c)))
+        val partCols = TableSchema.resolvePartitionColumns(schema,
+          options.partitionColumns.orElse(keep).getOrElse(Nil))
+        val base = existing.map(_.metadata).getOrElse(Metadata(id = UUID.randomUUID().toString, schemaString = "",
+          createdTime = Some(System.currentTimeMillis())))
+        txn.updateMetadata(base.copy(schemaString = schema.json, partitionColumns = partCols))
+        new TableWrite(log, txn, TableSchema(schema, partCols),
+          schema.fields.toSeq.map(f => ColumnFeed(f, f.name, cast = false)), mode, options)
     }
   }
 

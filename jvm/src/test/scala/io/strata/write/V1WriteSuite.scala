@@ -181,4 +181,94 @@ class V1WriteSuite extends AnyFunSuite with SparkTestSession {
     assert(spark.table("strata.nn.t").count() == 1)
     assert(log(path).snapshot().version == 1)
   }
+
+  test("replaceWhere on partition columns replaces just those partitions, in one commit") {
+    val path = tempDir().resolve("rw").toString
+    sample(30).write.format("strata").partitionBy("p").save(path)
+    sample(6, 100).where($"p" === "1").write.format("strata").mode("overwrite").option("replaceWhere", "p = '1'")
+      .save(path)
+    val expected = sample(30).where($"p" =!= "1").union(sample(6, 100).where($"p" === "1"))
+    assert(rows(read(path)) == rows(expected))
+    val info = log(path).history(1).head.commitInfo.get.json
+    assert(info.get("operationParameters").get("predicate").asText == "[\"p = '1'\"]")
+    assert(info.get("operationMetrics").get("numRemovedFiles").asLong > 0)
+  }
+
+  test("replaceWhere on a data column rewrites the rows outside the predicate") {
+    val path = tempDir().resolve("rwdata").toString
+    sample(30).coalesce(2).write.format("strata").save(path)
+    sample(5, 10).withColumn("v", lit(-1.0)).write.format("strata").mode("overwrite")
+      .option("replaceWhere", "id >= 10 AND id < 15").save(path)
+    val expected = sample(30).where($"id" < 10 || $"id" >= 15).union(sample(5, 10).withColumn("v", lit(-1.0)))
+    assert(rows(read(path)) == rows(expected))
+  }
+
+  test("replaceWhere rejects written rows outside the predicate and commits nothing") {
+    val path = tempDir().resolve("rwbad").toString
+    sample(9).write.format("strata").partitionBy("p").save(path)
+    val before = filesUnder(Paths.get(path))
+    val e = intercept[Exception](sample(9, 50).repartition(2).write.format("strata").mode("overwrite")
+      .option("replaceWhere", "p = '1'").save(path))
+    assert(e.getMessage.contains("Written rows must match replaceWhere 'p = '1''"))
+    assert(log(path).snapshot().version == 0)
+    assert(filesUnder(Paths.get(path)) == before)
+  }
+
+  test("dynamic partition overwrite matches Spark's Parquet source, by option and by session conf") {
+    val strata = tempDir().resolve("dyn").toString
+    val parquet = tempDir().resolve("dynpq").toString
+    val first = sample(30)
+    val second = sample(4, 200).where($"p" =!= "2")
+    first.write.format("strata").partitionBy("p").save(strata)
+    first.write.partitionBy("p").parquet(parquet)
+    second.write.format("strata").mode("overwrite").option("partitionOverwriteMode", "dynamic").save(strata)
+    second.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("p").parquet(parquet)
+    assert(rows(read(strata)) == rows(spark.read.parquet(parquet).select($"id", $"p".cast("string"), $"v")))
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try sample(2, 300).where($"p" === "0").write.format("strata").mode("overwrite").save(strata)
+    finally spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+    assert(read(strata).where($"p" === "0").count() == sample(2, 300).where($"p" === "0").count())
+    assert(read(strata).where($"p" === "2").count() == first.where($"p" === "2").count())
+  }
+
+  test("mergeSchema adds new columns; safe widening casts the data to the table type") {
+    val path = tempDir().resolve("merge").toString
+    sample(3).write.format("strata").save(path)
+    sample(2, 10).withColumn("extra", lit("x")).write.format("strata").mode("append").option("mergeSchema", "true")
+      .save(path)
+    val df = read(path)
+    assert(df.columns.toSeq == Seq("id", "p", "v", "extra"))
+    assert(df.where($"extra".isNull).count() == 3 && df.where($"extra" === "x").count() == 2)
+    spark.range(3).select($"id".cast("int").as("id"), lit("9").as("p"), lit(1.0f).as("v"), lit("y").as("extra"))
+      .write.format("strata").mode("append").save(path)
+    assert(read(path).schema("id").dataType.simpleString == "bigint")
+    assert(read(path).count() == 8)
+  }
+
+  test("overwriteSchema replaces schema and partitioning in one commit; older versions stay readable") {
+    val path = tempDir().resolve("ows").toString
+    sample(6).write.format("strata").partitionBy("p").save(path)
+    val e = intercept[InvalidTableOperationException](
+      spark.range(4).select($"id".as("k")).write.format("strata").mode("overwrite").save(path))
+    assert(e.getMessage.contains("column 'k' (bigint) is not in the table"))
+    spark.range(4).select($"id".as("k"), ($"id" % 2).as("q")).write.format("strata").mode("overwrite")
+      .option("overwriteSchema", "true").partitionBy("q").save(path)
+    assert(read(path).columns.toSeq == Seq("k", "q"))
+    assert(log(path).snapshot().partitionColumns == Seq("q"))
+    assert(spark.read.format("strata").option("versionAsOf", 0).load(path).columns.toSeq == Seq("id", "p", "v"))
+  }
+
+  test("an injected writer failure mid-file aborts the job: previous version kept, no files left behind") {
+    val path = tempDir().resolve("inject").toString
+    sample(10).write.format("strata").partitionBy("p").save(path)
+    val before = filesUnder(Paths.get(path))
+    spark.conf.set("strata.test.failAfterRows", "5")
+    val e = try intercept[Exception](spark.range(100).select($"id", ($"id" % 3).cast("string").as("p"),
+        ($"id" * 1.5).as("v")).repartition(2).write.format("strata").mode("append").save(path))
+      finally spark.conf.unset("strata.test.failAfterRows")
+    assert(e.toString.contains("Injected write failure after 5 rows") ||
+      Option(e.getCause).exists(_.toString.contains("Injected")))
+    assert(log(path).snapshot().version == 0)
+    assert(filesUnder(Paths.get(path)) == before)
+  }
 }

@@ -2,43 +2,100 @@ package io.strata.write.v1
 
 import java.util.UUID
 
-import io.strata.log.{CommitResult, ConcurrentModificationException, InvalidTableOperationException, StrataException, TableLog}
+import io.strata.log.{AddFile, CommitResult, ReadPredicate, StrataException, TableLog}
+import io.strata.read.SnapshotReader
 import io.strata.shim.SparkInternals
 import io.strata.write.{TableWrite, WriteMode}
 import io.strata.config.WriteOptions
-import org.apache.spark.sql.DataFrame
-import org.apache.spark.sql.functions.{col, lit, raise_error, when}
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.{Column, DataFrame}
+import org.apache.spark.sql.functions.{coalesce, col, expr, lit, not, raise_error, when}
 
 /**
  * The V1 (path) write: Spark's FileFormatWriter writes Parquet files through [[DirectCommitProtocol]], then one log
  * commit makes them part of the table. A failure before the commit leaves the table as it was and deletes the files.
  */
 object V1TableWriter {
+  /** Test-only: halt the driver JVM after the files are written, right before the log commit. */
+  val HaltBeforeCommitKey = "strata.test.haltBeforeCommit"
+
   def write(log: TableLog, data: DataFrame, mode: WriteMode, options: WriteOptions): Option[CommitResult] = {
     val write = TableWrite.begin(log, data.schema, mode, options)
     if (write.alreadyCommitted) return None
     val spark = data.sparkSession
-    // Columns in table order and spelling, so every reader finds them by the table's names.
-    val aligned = data.select(write.columnMapping.map { case (table, source) =>
-      val c = col(s"`$source`")
-      // NOT NULL columns fail the task on the first null: the job aborts and nothing is committed.
-      val checked = if (write.schema.schema(table).nullable) c
-        else when(c.isNull, raise_error(lit(s"NOT NULL constraint violated: column '$table' of ${log.tablePath} " +
-          "received a null value."))).otherwise(c)
-      checked.as(table)
-    }: _*)
+    val newRows = aligned(write, data, log)
+    val toWrite = mode match {
+      case WriteMode.ReplaceWhere(predicate) => newRows.unionByName(replaceWhere(write, predicate, log))
+      case _ => newRows
+    }
     val root = log.tablePath.toString
     val committer = new DirectCommitProtocol(UUID.randomUUID().toString, root, write.schema.partitionSchema,
       SparkInternals.sessionTimeZone(spark), write.numIndexedColumns)
     val writerOptions = Map("compression" -> options.compression) ++
       options.maxRecordsPerFile.map(n => "maxRecordsPerFile" -> n.toString)
-    SparkInternals.writeFiles(aligned, root, write.schema.partitionColumns, committer, writerOptions)
+    SparkInternals.writeFiles(toWrite, root, write.schema.partitionColumns, committer, writerOptions)
     val files = committer.addedFiles
+    if (spark.conf.getOption(HaltBeforeCommitKey).contains("true")) Runtime.getRuntime.halt(86)
     try Some(write.commit(files)) catch {
-      // The commit certainly did not happen: the files will never be referenced.
-      case e @ (_: ConcurrentModificationException | _: InvalidTableOperationException | _: StrataException) =>
+      // Any StrataException is raised before the commit file is created: the files will never be referenced.
+      case e: StrataException =>
         DirectCommitProtocol.deleteFiles(root, files, log.conf)
         throw e
+    }
+  }
+
+  /** The data in table column order and spelling, widened where needed, with per-row checks that fail the task. */
+  private def aligned(write: TableWrite, data: DataFrame, log: TableLog): DataFrame = {
+    val checks: Seq[(Column, String)] =
+      write.feeds.filterNot(_.table.nullable).map { f =>
+        (col(s"`${f.source}`").isNull, s"NOT NULL constraint violated: column '${f.table.name}' of ${log.tablePath} " +
+          "received a null value.")
+      } ++ (write.mode match {
+        case WriteMode.ReplaceWhere(p) =>
+          Seq((not(coalesce(expr(p), lit(false))), s"Written rows must match replaceWhere '$p'; a row does not."))
+        case _ => Seq.empty[(Column, String)]
+      })
+    val columns = write.feeds.zipWithIndex.map { case (f, i) =>
+      val c = col(s"`${f.source}`")
+      val typed = if (f.cast) c.cast(f.table.dataType) else c
+      // Checks ride on the first column so Spark cannot prune them away; a violation fails the task.
+      val checked = if (i == 0 && checks.nonEmpty) {
+        checks.tail.foldLeft(when(checks.head._1, raise_error(lit(checks.head._2)))) {
+          case (w, (cond, msg)) => w.when(cond, raise_error(lit(msg)))
+        }.otherwise(typed)
+      } else typed
+      checked.as(f.table.name)
+    }
+    data.select(columns: _*)
+  }
+
+  /**
+   * Chooses the files replaceWhere replaces. A predicate on partition columns only removes whole files; one on data
+   * columns removes the files holding matching rows and rewrites their other rows (returned, to be written too).
+   */
+  private def replaceWhere(write: TableWrite, predicate: String, log: TableLog): DataFrame = {
+    val spark = SparkInternals.activeSession
+    val partCols = write.schema.partitionColumns.map(_.toLowerCase).toSet
+    val referenced = SparkInternals.referencedColumns(predicate)
+    val empty = spark.createDataFrame(spark.sparkContext.emptyRDD[org.apache.spark.sql.Row], write.schema.schema)
+    write.txn.readSnapshot match {
+      case None =>
+        write.replaceFiles(Nil, ReadPredicate.WholeTable)
+        empty
+      case Some(_) if referenced.nonEmpty && referenced.forall(c => partCols(c.toLowerCase)) =>
+        val matches = SparkInternals.partitionMatcher(spark, predicate, write.schema.partitionSchema)
+        write.replaceFiles(write.currentFiles.filter(f => matches(f.partitionValues)),
+          ReadPredicate(s"the partitions matching '$predicate'", matches))
+        empty
+      case Some(snapshot) =>
+        val table = spark.baseRelationToDataFrame(SnapshotReader.relation(spark, snapshot))
+        val touchedPaths = table.where(coalesce(expr(predicate), lit(false))).select(col("_metadata.file_path"))
+          .distinct().collect().map(r => new Path(new java.net.URI(r.getString(0)))).toSet
+        val touched: Seq[AddFile] = snapshot.files.filter(f => touchedPaths.contains(snapshot.absolutePath(f.path)))
+        write.replaceFiles(touched, ReadPredicate.WholeTable)
+        if (touched.isEmpty) empty
+        else spark.baseRelationToDataFrame(SnapshotReader.relation(spark, snapshot, Some(touched)))
+          .where(not(coalesce(expr(predicate), lit(false))))
     }
   }
 }

@@ -1,0 +1,40 @@
+"""One local Spark session for the whole pytest run, set up with the INSTALLED strata package (`make build`)."""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Timestamps cross Python, the JVM and delta-rs: keep all of them in UTC (the JVM inherits TZ).
+os.environ["TZ"] = "UTC"
+time.tzset()
+
+import strata  # noqa: E402  (after TZ)
+from pyspark.sql import SparkSession  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("strata-pytest")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.warehouse.dir", str(warehouse / "spark-warehouse"))
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")
+    )
+    session = strata.configure_spark(builder, str(warehouse / "strata")).getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def table_path(tmp_path: Path) -> Path:
+    """A fresh, not yet existing table directory."""
+    return tmp_path / "table"
