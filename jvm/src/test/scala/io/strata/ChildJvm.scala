@@ -1,0 +1,22 @@
+package io.strata
+
+import java.io.File
+import java.nio.file.Files
+
+import scala.jdk.CollectionConverters._
+
+/** Starts a separate JVM on the test class path (for multi-process and crash tests). */
+object ChildJvm {
+  def start(mainClass: String, args: String*): Process = {
+    val java = new File(System.getProperty("java.home"), "bin/java").getPath
+    val opts = sys.env.getOrElse("STRATA_TEST_JAVA_OPTS", "").split(" ").filter(_.nonEmpty).toSeq
+    val log = Files.createTempFile("child-jvm", ".log").toFile
+    new ProcessBuilder((Seq(java, "-Xmx1g") ++ opts ++ Seq("-cp", System.getProperty("java.class.path"), mainClass) ++ args).asJava)
+      .redirectErrorStream(true).redirectOutput(log).start()
+  }
+
+  def run(mainClass: String, args: String*): Int = {
+    val p = start(mainClass, args: _*)
+    p.waitFor()
+  }
+}

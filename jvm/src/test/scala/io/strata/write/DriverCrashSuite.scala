@@ -1,0 +1,43 @@
+package io.strata.write
+
+import java.nio.file.Paths
+
+import io.strata.{ChildJvm, SparkTestSession}
+import io.strata.log.TableLog
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.SparkSession
+import org.scalatest.funsuite.AnyFunSuite
+
+/** A driver that dies after its tasks wrote files but before the log commit leaves the table as it was. */
+class DriverCrashSuite extends AnyFunSuite with SparkTestSession {
+  test("driver killed between the data files and the log commit: previous version, files invisible") {
+    val path = tempDir().resolve("crash").toString
+    spark.range(10).selectExpr("id", "cast(id % 2 as string) as p").write.format("strata").partitionBy("p").save(path)
+    val before = filesUnder(Paths.get(path))
+
+    val exit = ChildJvm.run("io.strata.write.CrashingWriter", path)
+    assert(exit == 86, s"the child driver should have halted itself before the commit (exit $exit)")
+
+    val written = filesUnder(Paths.get(path)) -- before
+    assert(written.exists(_.endsWith(".parquet")), "the child's tasks should have written data files")
+    val log = TableLog.forPath(new Path(path), new Configuration())
+    assert(log.snapshot().version == 0)
+    val live = log.snapshot().files.map(f => log.snapshot().absolutePath(f.path).toUri.getPath).toSet
+    assert(written.forall(w => !live.exists(_.endsWith(w))), "an uncommitted file is visible")
+    assert(spark.read.format("strata").load(path).count() == 10)
+    spark.range(5).selectExpr("id", "'1' as p").write.format("strata").mode("append").save(path)
+    assert(spark.read.format("strata").load(path).count() == 15)
+  }
+}
+
+/** Child driver: appends 1,000 rows with the test hook that halts the JVM right before the log commit. */
+object CrashingWriter {
+  def main(args: Array[String]): Unit = {
+    val spark = SparkSession.builder().master("local[2]").config("spark.ui.enabled", "false")
+      .config("strata.test.haltBeforeCommit", "true").getOrCreate()
+    spark.range(1000).selectExpr("id", "cast(id % 2 as string) as p").write.format("strata").mode("append")
+      .save(args(0))
+    System.exit(0) // not reached: the hook halts with code 86
+  }
+}
