@@ -24,6 +24,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
         .appName("strata-pytest")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.warehouse.dir", str(warehouse / "spark-warehouse"))
         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")

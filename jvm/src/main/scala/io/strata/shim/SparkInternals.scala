@@ -25,6 +25,25 @@ object SparkInternals {
 
   def activeSession: ClassicSession = ClassicSession.active
 
+  /**
+   * Asks Spark's output commit coordinator whether this task attempt may commit; throws CommitDeniedException when
+   * another attempt of the same partition (a retry or speculative copy) already did. The caller's task then fails
+   * and aborts, deleting its files, so exactly one attempt's files reach the job commit.
+   */
+  def authorizeTaskCommit(ctx: org.apache.hadoop.mapreduce.TaskAttemptContext): Unit = {
+    val task = org.apache.spark.TaskContext.get()
+    if (task != null) {
+      val coordinatorOnly = new org.apache.hadoop.mapreduce.OutputCommitter {
+        override def setupJob(c: org.apache.hadoop.mapreduce.JobContext): Unit = ()
+        override def setupTask(c: org.apache.hadoop.mapreduce.TaskAttemptContext): Unit = ()
+        override def needsTaskCommit(c: org.apache.hadoop.mapreduce.TaskAttemptContext): Boolean = true
+        override def commitTask(c: org.apache.hadoop.mapreduce.TaskAttemptContext): Unit = ()
+        override def abortTask(c: org.apache.hadoop.mapreduce.TaskAttemptContext): Unit = ()
+      }
+      org.apache.spark.mapred.SparkHadoopMapRedUtil.commitTask(coordinatorOnly, ctx, task.stageId(), task.partitionId())
+    }
+  }
+
   /** The column names a SQL predicate refers to (parsed, not resolved). */
   def referencedColumns(predicate: String): Seq[String] =
     parsePredicate(predicate).references.toSeq.map(_.name)

@@ -62,6 +62,7 @@ final class DirectCommitProtocol(
     newTaskTempFileAbsPath(taskContext, absoluteDir, FileNameSpec("", ext))
 
   override def commitTask(taskContext: TaskAttemptContext): TaskCommitMessage = {
+    io.strata.shim.SparkInternals.authorizeTaskCommit(taskContext)
     val conf = taskContext.getConfiguration
     val adds = taskFiles.toSeq.flatMap { relative =>
       val path = new Path(tableRoot, relative)

@@ -31,6 +31,33 @@ class DriverCrashSuite extends AnyFunSuite with SparkTestSession {
   }
 }
 
+class TaskRetrySuite extends AnyFunSuite with SparkTestSession {
+  test("a task whose first attempt fails mid-file is retried: every row once, no file of the failed attempt left") {
+    val path = tempDir().resolve("retry").toString
+    val exit = ChildJvm.run("io.strata.write.RetryingWriter", path)
+    assert(exit == 0)
+    val log = TableLog.forPath(new Path(path), new Configuration())
+    val snap = log.snapshot()
+    assert(snap.version == 0)
+    val df = spark.read.format("strata").load(path)
+    assert(df.count() == 1000 && df.distinct().count() == 1000)
+    val live = snap.files.map(f => Paths.get(path).relativize(Paths.get(snap.absolutePath(f.path).toUri)).toString).toSet
+    val onDisk = filesUnder(Paths.get(path)).filterNot(_.startsWith("_delta_log"))
+    assert(onDisk == live, s"files on disk that the log does not reference: ${onDisk -- live}")
+  }
+}
+
+/** Child driver with task retries (local[2,3]): every first attempt fails after 100 rows, the retries succeed. */
+object RetryingWriter {
+  def main(args: Array[String]): Unit = {
+    val spark = SparkSession.builder().master("local[2,3]").config("spark.ui.enabled", "false")
+      .config("strata.test.failAfterRows", "100").getOrCreate()
+    spark.range(1000).selectExpr("id", "cast(id % 3 as string) as p").repartition(4)
+      .write.format("strata").partitionBy("p").save(args(0))
+    spark.stop()
+  }
+}
+
 /** Child driver: appends 1,000 rows with the test hook that halts the JVM right before the log commit. */
 object CrashingWriter {
   def main(args: Array[String]): Unit = {
