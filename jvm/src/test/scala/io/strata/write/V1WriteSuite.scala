@@ -271,4 +271,31 @@ class V1WriteSuite extends AnyFunSuite with SparkTestSession {
     assert(log(path).snapshot().version == 0)
     assert(filesUnder(Paths.get(path)) == before)
   }
+
+  test("date, timestamp, decimal, boolean and integer partition columns round-trip; log values follow the protocol") {
+    val path = tempDir().resolve("typedparts").toString
+    val df = spark.sql("""SELECT * FROM VALUES
+      (1, DATE'2024-02-29', TIMESTAMP'2024-03-01 10:11:12.345678', CAST(12.50 AS DECIMAL(6,2)), true, 7),
+      (2, DATE'1970-01-01', TIMESTAMP'1999-12-31 23:59:59', CAST(-3.00 AS DECIMAL(6,2)), false, -1),
+      (3, NULL, NULL, NULL, NULL, NULL) AS t(id, d, ts, dec, b, i)""")
+    df.write.format("strata").partitionBy("d", "ts", "dec", "b", "i").save(path)
+    assert(rows(read(path).select("id", "d", "ts", "dec", "b", "i")) == rows(df))
+    assert(read(path).where($"ts" === lit("2024-03-01 10:11:12.345678").cast("timestamp")).count() == 1)
+    val values = log(path).snapshot().files.map(_.partitionValues).toSet
+    assert(values.contains(Map("d" -> Some("2024-02-29"), "ts" -> Some("2024-03-01T10:11:12.345678Z"),
+      "dec" -> Some("12.50"), "b" -> Some("true"), "i" -> Some("7"))))
+    assert(values.contains(Map("d" -> None, "ts" -> None, "dec" -> None, "b" -> None, "i" -> None)))
+  }
+
+  test("the concurrent-writers path gives the same table as the sorted single writer") {
+    val sorted = tempDir().resolve("single").toString
+    val concurrent = tempDir().resolve("concurrent").toString
+    val data = spark.range(2000).select($"id", ($"id" % 7).cast("string").as("p"), ($"id" * 1.5).as("v"))
+    data.write.format("strata").partitionBy("p").save(sorted)
+    spark.conf.set("spark.sql.maxConcurrentOutputFileWriters", "4")
+    try data.write.format("strata").partitionBy("p").save(concurrent)
+    finally spark.conf.unset("spark.sql.maxConcurrentOutputFileWriters")
+    assert(rows(read(sorted)) == rows(read(concurrent)))
+    assert(log(concurrent).snapshot().files.map(_.partitionValues).distinct.size == 7)
+  }
 }
