@@ -19,14 +19,14 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
 
   override def createRelation(sqlContext: SQLContext, parameters: Map[String, String]): BaseRelation = {
     val spark = sqlContext.sparkSession
-    val options = StrataOptions.parseRead(parameters)
+    val options = StrataOptions.parseRead(SparkInternals.originalOptions(parameters))
     val log = tableLog(sqlContext, parameters)
     SnapshotReader.relation(spark, SnapshotReader.snapshotFor(spark, log, options))
   }
 
   override def createRelation(sqlContext: SQLContext, mode: SaveMode, parameters: Map[String, String],
                               data: DataFrame): BaseRelation = {
-    val options = StrataOptions.parseWrite(parameters)
+    val options = StrataOptions.parseWrite(SparkInternals.originalOptions(parameters))
     val log = tableLog(sqlContext, parameters)
     val exists = log.exists
     mode match {

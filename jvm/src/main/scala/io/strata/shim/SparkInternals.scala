@@ -25,6 +25,12 @@ object SparkInternals {
 
   def activeSession: ClassicSession = ClassicSession.active
 
+  /** Data source options with the keys as the user spelled them (Spark hands them over lower-cased). */
+  def originalOptions(options: Map[String, String]): Map[String, String] = options match {
+    case m: org.apache.spark.sql.catalyst.util.CaseInsensitiveMap[String @unchecked] => m.originalMap
+    case other => other
+  }
+
   /**
    * Asks Spark's output commit coordinator whether this task attempt may commit; throws CommitDeniedException when
    * another attempt of the same partition (a retry or speculative copy) already did. The caller's task then fails
