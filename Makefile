@@ -98,6 +98,11 @@ $(VENV)/.installed: $(WHEEL)
 	$(VPY) -m pip install -q --force-reinstall --no-deps $(WHEEL)
 	@touch $@
 
+## bench: write-path benchmarks (not part of `make test`); BENCH_ROWS scales them
+BENCH_ROWS ?= 5000000
+bench: build
+	$(VPY) bench/write_overhead.py --rows $(BENCH_ROWS)
+
 ## sbt: an sbt shell with the same bootstrap (for development)
 sbt: $(SBT_LAUNCH) $(SBT_REPOS)
 	java $(SBT_OPTS) $(call proxy_opts) -Dsbt.repository.config=$(SBT_REPOS) -Dsbt.override.build.repos=true -jar $(SBT_LAUNCH)
