@@ -20,7 +20,7 @@ WHEEL        := $(BUILD_DIR)/dist/strata-$(VERSION)-py3-none-any.whl
 JVM_SOURCES  := $(shell find jvm/src/main -type f 2>/dev/null) build.sbt VERSION project/build.properties
 DELTA_VERSION := 4.4.0
 PEER_JARS    := $(BUILD_DIR)/peers/delta-spark_4.1_2.13-$(DELTA_VERSION).jar $(BUILD_DIR)/peers/delta-storage-$(DELTA_VERSION).jar
-PY_SOURCES   := $(shell find python/src -type f -name '*.py' -o -name 'py.typed' 2>/dev/null) python/pyproject.toml VERSION
+PY_SOURCES   := $(shell find python/src -type f -name '*.py' -o -name 'py.typed' 2>/dev/null) python/pyproject.toml python/README.md VERSION
 
 # JVM proxy flags from the usual environment variables, so sbt and the JVMs it starts take the route mvn takes.
 define proxy_opts

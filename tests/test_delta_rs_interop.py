@@ -102,7 +102,8 @@ def test_strata_reads_what_delta_rs_wrote(spark: SparkSession, table_path: Path,
     versions: list[list[Row]] = []
     current: list[Row] = []
     for mode, rows in batches:
-        write_deltalake(str(table_path), arrow(rows), mode=mode, partition_by=partition_by)  # type: ignore[arg-type]
+        write_deltalake(str(table_path), arrow(rows), mode=mode,  # type: ignore[call-overload]
+                        partition_by=partition_by)
         current = rows if mode == "overwrite" else current + rows
         versions.append(current)
 
