@@ -1,14 +1,17 @@
 """Strata: transactional Delta-protocol tables for Apache Spark 4.1.
 
 The wheel carries the Strata connector jar (``strata/jars/strata-spark.jar``). Set up a session with
-:func:`configure_spark`, then use the ordinary Spark APIs with ``format("strata")``:
+:func:`configure_spark`, then write with :func:`write` (typed, checked parameters) or the ordinary Spark APIs with
+``format("strata")``, and read with :class:`Table` or ``spark.read.format("strata")``:
 
 >>> from pyspark.sql import SparkSession
 >>> import strata
 >>> spark = strata.configure_spark(SparkSession.builder.master("local[2]")).getOrCreate()
->>> spark.range(3).write.format("strata").save("/tmp/t")
+>>> strata.write(spark.range(3), "/tmp/t")
 >>> strata.Table.for_path(spark, "/tmp/t").version()
 0
+
+Errors of the connector are raised as :class:`StrataError` subclasses (see :mod:`strata.errors`).
 """
 
 from __future__ import annotations
@@ -18,19 +21,51 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from strata import errors
 from strata._version import __version__
+from strata.errors import (
+    ClassicSessionRequiredError,
+    ConcurrentModificationError,
+    ConstraintViolationError,
+    CorruptLogError,
+    InvalidOptionError,
+    ProtocolError,
+    SchemaMismatchError,
+    StrataError,
+    StrataSetupError,
+    TableExistsError,
+    TableNotFoundError,
+)
+from strata.table import Table
+from strata.writer import COMPRESSION_CODECS, WRITE_MODES, Compression, WriteMode, write, write_options
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 __all__ = [
     "__version__",
-    "StrataSetupError",
-    "ClassicSessionRequiredError",
     "jar_path",
     "jar_version",
     "configure_spark",
+    "write",
+    "write_options",
+    "WriteMode",
+    "Compression",
+    "WRITE_MODES",
+    "COMPRESSION_CODECS",
     "Table",
+    "errors",
+    "StrataError",
+    "StrataSetupError",
+    "ClassicSessionRequiredError",
+    "InvalidOptionError",
+    "SchemaMismatchError",
+    "ConcurrentModificationError",
+    "ConstraintViolationError",
+    "TableNotFoundError",
+    "TableExistsError",
+    "ProtocolError",
+    "CorruptLogError",
 ]
 
 CATALOG_CLASS = "io.strata.catalog.StrataCatalog"
@@ -38,24 +73,6 @@ SESSION_CATALOG_CLASS = "io.strata.catalog.StrataSessionCatalog"
 _VERSION_ENTRY = "io/strata/strata-version.properties"
 
 B = TypeVar("B", bound="SparkSession.Builder")
-
-
-class StrataSetupError(RuntimeError):
-    """The Strata package cannot set up Spark: its jar is missing, unreadable or of another version.
-
-    >>> try:
-    ...     strata.jar_path()
-    ... except strata.StrataSetupError as e:
-    ...     print(e)  # says how to rebuild
-    """
-
-
-class ClassicSessionRequiredError(RuntimeError):
-    """A Strata call needs the JVM of a classic (py4j) session and was given a Spark Connect session.
-
-    ``Table.version()`` and ``Table.history()`` call the connector through py4j; ``Table.to_df()`` and
-    ``spark.read/write.format("strata")`` work on both kinds of session.
-    """
 
 
 def _bundled_jar() -> Path:
@@ -136,85 +153,3 @@ def configure_spark(builder: B, warehouse: str | None = None, *, catalog_name: s
     builder.config(f"spark.sql.catalog.{catalog_name}.warehouse", wh)
     builder.config("spark.sql.catalog.spark_catalog", SESSION_CATALOG_CLASS)
     return builder
-
-
-class Table:
-    """A Strata table at a path. A thin wrapper: reads use the public data source API, while ``version()`` and
-    ``history()`` call the JVM through py4j and so need a classic session (not Spark Connect) for now.
-
-    >>> t = strata.Table.for_path(spark, "/data/events")
-    >>> t.version()
-    2
-    >>> t.to_df(version=0).count()
-    100
-    >>> t.history().select("version", "operation", "numOutputRows").show()
-    """
-
-    def __init__(self, spark: SparkSession, path: str | os.PathLike[str]) -> None:
-        self._spark = spark
-        self._path = os.fspath(path)
-
-    @classmethod
-    def for_path(cls, spark: SparkSession, path: str | os.PathLike[str]) -> Table:
-        """The table stored at ``path`` (nothing is read until a method is called).
-
-        >>> strata.Table.for_path(spark, "/data/events")
-        Table('/data/events')
-        """
-        return cls(spark, path)
-
-    @property
-    def path(self) -> str:
-        """The table's path, as given."""
-        return self._path
-
-    def __repr__(self) -> str:
-        return f"Table({self._path!r})"
-
-    def to_df(self, version: int | None = None) -> DataFrame:
-        """The table's rows as a DataFrame: the latest version, or ``version`` (time travel, ``versionAsOf``).
-
-        Works on classic and Spark Connect sessions.
-
-        >>> strata.Table.for_path(spark, "/data/events").to_df(version=1).show()
-        """
-        reader = self._spark.read.format("strata")
-        if version is not None:
-            reader = reader.option("versionAsOf", version)
-        return reader.load(self._path)
-
-    def version(self) -> int:
-        """The latest committed version of the table (py4j: classic sessions only).
-
-        >>> strata.Table.for_path(spark, "/data/events").version()
-        2
-        """
-        return int(self._api("version").version(self._jsession(), self._path))
-
-    def history(self) -> DataFrame:
-        """The table's commits, newest first (py4j: classic sessions only).
-
-        Columns: ``version`` long, ``timestamp`` timestamp, ``operation`` string (e.g. ``WRITE``),
-        ``operationParameters`` map<string,string> (e.g. ``mode`` -> ``Append``), ``numFiles``,
-        ``numOutputRows``, ``numOutputBytes`` long, ``userMetadata`` string, ``engineInfo`` string.
-
-        >>> strata.Table.for_path(spark, "/data/events").history().select("version", "operation").show()
-        """
-        from pyspark.sql import DataFrame
-
-        jdf = self._api("history").history(self._jsession(), self._path)
-        return DataFrame(jdf, self._spark)
-
-    def _jsession(self) -> Any:
-        return getattr(self._spark, "_jsparkSession")
-
-    def _api(self, method: str) -> Any:
-        """The JVM object ``io.strata.api.StrataTable``."""
-        jvm = getattr(self._spark, "_jvm", None)
-        if jvm is None or not hasattr(self._spark, "_jsparkSession"):
-            raise ClassicSessionRequiredError(
-                f"strata.Table.{method}() calls the Strata JVM API through py4j and needs a classic SparkSession; "
-                "this is a Spark Connect session. Use Table.to_df() or spark.read.format('strata') instead, or a "
-                "classic session (SparkSession.builder.master(...), not .remote(...))."
-            )
-        return jvm.io.strata.api.StrataTable

@@ -2,12 +2,15 @@ package io.strata.catalog
 
 import java.util
 
-import io.strata.log.{ProtocolSupport, Snapshot}
+import io.strata.log.{ProtocolSupport, Snapshot, TableLog}
+import io.strata.shim.SparkInternals
+import io.strata.write.v2.StrataWriteBuilder
+import org.apache.spark.sql.connector.write.{LogicalWriteInfo, WriteBuilder}
 import io.strata.read.SnapshotReader
 import io.strata.shim.ParquetScans
 import io.strata.table.TableSchema
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.connector.catalog.{SupportsRead, Table, TableCapability, TableCatalog}
+import org.apache.spark.sql.connector.catalog.{SupportsRead, SupportsWrite, Table, TableCapability, TableCatalog}
 import org.apache.spark.sql.connector.expressions.{Expressions, Transform}
 import org.apache.spark.sql.connector.read.ScanBuilder
 import org.apache.spark.sql.types.StructType
@@ -16,7 +19,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import scala.jdk.CollectionConverters._
 
 /** A Strata table as DataSource V2 sees it, pinned to one snapshot. Reads go through Spark's Parquet scan. */
-final class StrataV2Table(val tableName: String, val snapshot: Snapshot) extends Table with SupportsRead {
+final class StrataV2Table(val tableName: String, val snapshot: Snapshot) extends Table with SupportsRead
+    with SupportsWrite {
   private val table = TableSchema.of(snapshot.metadata)
   ProtocolSupport.checkReadable(snapshot.protocol, snapshot.tablePath.toString)
 
@@ -29,7 +33,15 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot) extends
       TableCatalog.PROP_PROVIDER -> "strata",
       TableCatalog.PROP_LOCATION -> snapshot.tablePath.toString) ++
       snapshot.metadata.description.map(TableCatalog.PROP_COMMENT -> _)).asJava
-  override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(TableCapability.BATCH_READ)
+  override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(TableCapability.BATCH_READ,
+    TableCapability.BATCH_WRITE, TableCapability.TRUNCATE, TableCapability.OVERWRITE_BY_FILTER,
+    TableCapability.OVERWRITE_DYNAMIC)
+
+  /** Writes start a new transaction on the latest version of the table (not on this pinned snapshot). */
+  override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = {
+    val log = TableLog.forPath(snapshot.tablePath, SparkInternals.hadoopConf(SparkSession.active, Map.empty))
+    new StrataWriteBuilder(log, info)
+  }
   override def version(): String = snapshot.version.toString
 
   override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = {

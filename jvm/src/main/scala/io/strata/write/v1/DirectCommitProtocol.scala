@@ -4,7 +4,7 @@ import java.util.UUID
 
 import io.strata.log.AddFile
 import io.strata.table.{PartitionPaths, PartitionValues}
-import io.strata.write.DataFileStats
+import io.strata.write.DataFiles
 import org.apache.hadoop.fs.Path
 import org.apache.hadoop.mapreduce.{JobContext, TaskAttemptContext}
 import org.apache.spark.internal.io.{FileCommitProtocol, FileNameSpec}
@@ -65,15 +65,7 @@ final class DirectCommitProtocol(
     io.strata.shim.SparkInternals.authorizeTaskCommit(taskContext)
     val conf = taskContext.getConfiguration
     val adds = taskFiles.toSeq.flatMap { relative =>
-      val path = new Path(tableRoot, relative)
-      val fs = path.getFileSystem(conf)
-      val stats = DataFileStats.read(path, conf, numIndexedCols)
-      if (stats.numRecords == 0) { fs.delete(path, false); None } // Spark writes an empty file for empty input
-      else {
-        val status = fs.getFileStatus(path)
-        Some(AddFile(PartitionPaths.encode(relative), partitionValues(relative), status.getLen,
-          status.getModificationTime, dataChange = true, stats = Some(stats.json)))
-      }
+      DataFiles.finish(tableRoot, relative, partitionValues(relative), conf, numIndexedCols)
     }
     new TaskCommitMessage(adds)
   }

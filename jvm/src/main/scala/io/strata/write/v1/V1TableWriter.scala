@@ -5,7 +5,7 @@ import java.util.UUID
 import io.strata.log.{AddFile, CommitResult, ReadPredicate, StrataException, TableLog}
 import io.strata.read.SnapshotReader
 import io.strata.shim.SparkInternals
-import io.strata.write.{TableWrite, WriteMode}
+import io.strata.write.{ReplaceWhereFiles, TableWrite, WriteMode}
 import io.strata.config.WriteOptions
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.{Column, DataFrame}
@@ -75,17 +75,13 @@ object V1TableWriter {
    */
   private def replaceWhere(write: TableWrite, predicate: String, log: TableLog): DataFrame = {
     val spark = SparkInternals.activeSession
-    val partCols = write.schema.partitionColumns.map(_.toLowerCase).toSet
-    val referenced = SparkInternals.referencedColumns(predicate)
     val empty = spark.createDataFrame(spark.sparkContext.emptyRDD[org.apache.spark.sql.Row], write.schema.schema)
     write.txn.readSnapshot match {
       case None =>
         write.replaceFiles(Nil, ReadPredicate.WholeTable)
         empty
-      case Some(_) if referenced.nonEmpty && referenced.forall(c => partCols(c.toLowerCase)) =>
-        val matches = SparkInternals.partitionMatcher(spark, predicate, write.schema.partitionSchema)
-        write.replaceFiles(write.currentFiles.filter(f => matches(f.partitionValues)),
-          ReadPredicate(s"the partitions matching '$predicate'", matches))
+      case Some(_) if ReplaceWhereFiles.onPartitionsOnly(predicate, write.schema.partitionColumns) =>
+        ReplaceWhereFiles.choose(write, predicate)
         empty
       case Some(snapshot) =>
         val table = spark.baseRelationToDataFrame(SnapshotReader.relation(spark, snapshot))

@@ -1,0 +1,21 @@
+package io.strata.write
+
+import io.strata.log.ReadPredicate
+import io.strata.shim.SparkInternals
+
+/** The files a replace-where on partition columns replaces: whole files, chosen from their partition values. */
+object ReplaceWhereFiles {
+  /** True when `predicate` (SQL) refers to partition columns only. */
+  def onPartitionsOnly(predicate: String, partitionColumns: Seq[String]): Boolean = {
+    val referenced = SparkInternals.referencedColumns(predicate)
+    val parts = partitionColumns.map(_.toLowerCase).toSet
+    referenced.nonEmpty && referenced.forall(c => parts(c.toLowerCase))
+  }
+
+  /** Chooses the replaced files for `write`; a concurrent add into a matching partition is then a conflict. */
+  def choose(write: TableWrite, predicate: String): Unit = {
+    val matches = SparkInternals.partitionMatcher(SparkInternals.activeSession, predicate, write.schema.partitionSchema)
+    write.replaceFiles(write.currentFiles.filter(f => matches(f.partitionValues)),
+      ReadPredicate(s"the partitions matching '$predicate'", matches))
+  }
+}

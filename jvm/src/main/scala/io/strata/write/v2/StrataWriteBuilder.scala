@@ -1,0 +1,47 @@
+package io.strata.write.v2
+
+import io.strata.config.{StrataOptions, WriteOptions}
+import io.strata.log.{InvalidTableOperationException, TableLog}
+import io.strata.write.{ReplaceWhereFiles, WriteMode}
+import org.apache.spark.sql.connector.expressions.filter.Predicate
+import org.apache.spark.sql.connector.write._
+
+import scala.jdk.CollectionConverters._
+
+/**
+ * DataSource V2 write builder of a Strata table: append by default; `truncate` (INSERT OVERWRITE / overwrite all),
+ * `overwrite(predicates)` (static partition overwrite, overwrite by filter) and `overwriteDynamicPartitions`.
+ */
+final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo) extends WriteBuilder
+    with SupportsOverwriteV2 with SupportsDynamicOverwrite {
+  private var mode: WriteMode = WriteMode.Append
+  private val options: WriteOptions =
+    StrataOptions.parseWrite(info.options().asCaseSensitiveMap().asScala.toMap)
+
+  /** Overwrite by filter replaces whole files, so the filter may refer to partition columns only. */
+  override def canOverwrite(predicates: Array[Predicate]): Boolean = {
+    val partitionColumns = log.snapshotOption().map(_.partitionColumns).getOrElse(Nil)
+    predicates.forall(p => p.name() == "ALWAYS_TRUE" || ReplaceWhereFiles.onPartitionsOnly(sql(p), partitionColumns))
+  }
+
+  override def overwrite(predicates: Array[Predicate]): WriteBuilder = {
+    val real = predicates.filterNot(_.name() == "ALWAYS_TRUE")
+    mode = if (real.isEmpty) WriteMode.Overwrite else WriteMode.ReplaceWhere(real.map(p => s"(${sql(p)})").mkString(" AND "))
+    this
+  }
+
+  override def truncate(): WriteBuilder = { mode = WriteMode.Overwrite; this }
+
+  override def overwriteDynamicPartitions(): WriteBuilder = { mode = WriteMode.DynamicOverwrite; this }
+
+  override def build(): Write = {
+    if (options.replaceWhere.isDefined || options.partitionOverwriteMode.isDefined) {
+      throw new InvalidTableOperationException("Options replaceWhere and partitionOverwriteMode belong to path " +
+        "writes; for catalog tables use INSERT OVERWRITE ... PARTITION, overwrite(condition) or overwritePartitions().")
+    }
+    new StrataWrite(log, info, mode, options)
+  }
+
+  /** A V2 predicate as SQL (Spark renders column names and literals in SQL syntax). */
+  private def sql(p: Predicate): String = p.toString
+}
