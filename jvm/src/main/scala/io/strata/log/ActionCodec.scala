@@ -12,6 +12,7 @@ object ActionCodec {
     .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
     .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
   private val nodes = JsonNodeFactory.instance
+  val EmptySchema = """{"type":"struct","fields":[]}"""
 
   private val addFields = Set("path", "partitionValues", "size", "modificationTime", "dataChange", "stats", "tags")
   private val removeFields =
@@ -42,14 +43,15 @@ object ActionCodec {
         Format(optText(f, "provider").getOrElse("parquet"), stringMap(f.get("options")))
       }.getOrElse(Format())
       Metadata(reqText(o, key, "id"), optText(o, "name"), optText(o, "description"), fmt,
-        reqText(o, key, "schemaString"), optStrings(o, "partitionColumns").getOrElse(Nil),
+        // delta-spark reads a missing schemaString as an empty schema; so do we (some of its tables lack one).
+        optText(o, "schemaString").getOrElse(EmptySchema), optStrings(o, "partitionColumns").getOrElse(Nil),
         stringMap(o.get("configuration")), optLong(o, "createdTime"), extra(o, metadataFields))
     case "add" =>
-      AddFile(reqText(o, key, "path"), partitionMap(o.get("partitionValues")), reqLong(o, key, "size"),
+      AddFile(reqPath(o, key), partitionMap(o.get("partitionValues")), reqLong(o, key, "size"),
         reqLong(o, key, "modificationTime"), reqBool(o, key, "dataChange"), optText(o, "stats"),
         stringMap(o.get("tags")), extra(o, addFields))
     case "remove" =>
-      RemoveFile(reqText(o, key, "path"), optLong(o, "deletionTimestamp"), reqBool(o, key, "dataChange"),
+      RemoveFile(reqPath(o, key), optLong(o, "deletionTimestamp"), reqBool(o, key, "dataChange"),
         optBool(o, "extendedFileMetadata"), Option(o.get("partitionValues")).filterNot(_.isNull).map(partitionMap),
         optLong(o, "size"), optText(o, "stats"), stringMap(o.get("tags")), extra(o, removeFields))
     case "txn" => SetTransaction(reqText(o, key, "appId"), reqLong(o, key, "version"), optLong(o, "lastUpdated"))
@@ -132,6 +134,15 @@ object ActionCodec {
 
   private def reqText(o: JsonNode, a: String, n: String): String =
     field(o, n).filter(_.isTextual).map(_.asText).getOrElse(throw missing(a, n, "a string"))
+  /** A file path of an add or remove: a URI reference (relative or absolute), as PROTOCOL.md requires. */
+  private def reqPath(o: JsonNode, a: String): String = {
+    val p = reqText(o, a, "path")
+    try new java.net.URI(p) catch {
+      case e: java.net.URISyntaxException =>
+        throw new MalformedActionException(s"'$a.path' must be a URI-encoded path, not '$p' (${e.getReason})")
+    }
+    p
+  }
   private def reqLong(o: JsonNode, a: String, n: String): Long =
     field(o, n).filter(_.canConvertToLong).map(_.asLong).getOrElse(throw missing(a, n, "a whole number"))
   private def reqInt(o: JsonNode, a: String, n: String): Int =

@@ -70,7 +70,8 @@ object LogStore {
   /** Chooses the log store for a table path by URI scheme; unsafe schemes fail rather than commit unsafely. */
   def forPath(tablePath: Path, conf: Configuration): LogStore = {
     val fs = tablePath.getFileSystem(conf)
-    val scheme = Option(fs.getUri.getScheme).getOrElse("file").toLowerCase
+    // The scheme the table path names (what the user configures), not the one its FileSystem class reports.
+    val scheme = Option(tablePath.toUri.getScheme).orElse(Option(fs.getUri.getScheme)).getOrElse("file").toLowerCase
     Option(conf.get(implKey(scheme))).orElse(Option(conf.get("spark.hadoop." + implKey(scheme)))) match {
       case Some(cls) =>
         try Class.forName(cls).getConstructor(classOf[FileSystem]).newInstance(fs).asInstanceOf[LogStore]

@@ -46,7 +46,12 @@ final class Snapshot(
 object Snapshot {
   def absolutePath(tablePath: Path, actionPath: String): Path = {
     val p = new Path(new URI(actionPath))
-    if (p.isAbsolute || p.toUri.getScheme != null) p else new Path(tablePath, p)
+    if (p.toUri.getScheme != null) p
+    else if (p.isUriPathAbsolute) {
+      // "/a/b" is the same file as "file:/a/b" on a file: table: qualify it like the table path (delta-spark does)
+      val t = tablePath.toUri
+      new Path(t.getScheme, t.getAuthority, p.toUri.getPath)
+    } else new Path(tablePath, p)
   }
 
   /** Replays actions in log order into a snapshot (later actions win, per PROTOCOL.md "Action Reconciliation"). */

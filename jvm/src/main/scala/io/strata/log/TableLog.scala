@@ -112,33 +112,55 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     val version = target.getOrElse(latest)
     if (version > latest || version < 0) throw new InvalidTableOperationException(
       s"Version $version of $tablePath does not exist; the latest version is $latest.")
-    val usable = listing.checkpoints.keys.filter(_ <= version)
-    val chosen = if (usable.isEmpty) None else Some(usable.max)
-    if (listing.v2Checkpoints.exists(v => v <= version && chosen.forall(_ < v))) throw new UnsupportedProtocolException(
-      s"Table $tablePath uses V2 checkpoints (reader feature v2Checkpoint), which Strata does not support yet.")
-    val start = chosen.map(_ + 1).getOrElse(0L)
-    (start to version).find(v => !listing.commits.contains(v)).foreach { gone =>
-      val goneFile = FileNames.deltaFile(logPath, gone)
+    val usable = listing.checkpoints.keys.filter(_ <= version).toSeq.sorted.reverse
+    if (listing.v2Checkpoints.exists(v => v <= version && usable.headOption.forall(_ < v))) {
+      throw new UnsupportedProtocolException(
+        s"Table $tablePath uses V2 checkpoints (reader feature v2Checkpoint), which Strata does not support yet.")
+    }
+    // Newest checkpoint first; an unreadable one is passed over when the commits after an older one are all there.
+    val routes = (usable.map(Some(_)) :+ None).filter(cp => (cp.map(_ + 1).getOrElse(0L) to version)
+      .forall(listing.commits.contains))
+    if (routes.isEmpty) {
+      val start = usable.headOption.map(_ + 1).getOrElse(0L)
+      val gone = FileNames.deltaFile(logPath, (start to version).find(v => !listing.commits.contains(v)).get)
       // Name the checkpoint _last_checkpoint promised, when its absence is what makes the version unreachable.
       val why = readLastCheckpointHint().filter(h => h <= version && !listing.checkpoints.contains(h)) match {
         case Some(h) => s"the checkpoint ${FileNames.checkpointFile(logPath, h)} named by _last_checkpoint is " +
-          s"missing or incomplete, and commit file $goneFile needed to rebuild the table without it is gone"
-        case None => s"commit file $goneFile is missing"
+          s"missing or incomplete, and commit file $gone needed to rebuild the table without it is gone"
+        case None => s"commit file $gone is missing"
       }
       throw new CorruptLogException(s"Cannot rebuild version $version of $tablePath: $why.")
     }
-    val cpFiles = chosen.map(listing.checkpoints(_).map(_.getPath)).getOrElse(Nil)
-    val commits = (start to version).map(v => v -> listing.commits(v))
+    var firstFailure: Option[CorruptLogException] = None
+    routes.iterator.map { cp =>
+      try Some(replay(listing, cp, version)) catch {
+        case e: CheckpointUnreadable =>
+          firstFailure = firstFailure.orElse(Some(e.error))
+          TableLog.logger.warn(s"${e.error.getMessage} Rebuilding version $version from an older starting point.")
+          None
+      }
+    }.collectFirst { case Some(s) => s }.getOrElse(throw firstFailure.get)
+  }
+
+  private final class CheckpointUnreadable(val error: CorruptLogException) extends Exception(error)
+
+  /** Replays checkpoint `cp` (if any) and the commits after it up to `version`. */
+  private def replay(listing: Listing, cp: Option[Long], version: Long): Snapshot = {
+    val cpFiles = cp.map(listing.checkpoints(_).map(_.getPath)).getOrElse(Nil)
+    val commits = (cp.map(_ + 1).getOrElse(0L) to version).map(v => v -> listing.commits(v))
     val lastTs = commits.lastOption.map(_._2.getModificationTime)
       .getOrElse(listing.checkpoints(version).head.getModificationTime)
-    val segment = LogSegment(version, chosen, cpFiles, commits.map(_._2.getPath), lastTs)
-
+    val segment = LogSegment(version, cp, cpFiles, commits.map(_._2.getPath), lastTs)
     val replay = new Snapshot.Replay(tablePath)
     cpFiles.foreach { f =>
-      try store.readCheckpoint(f).foreach(replay.apply) catch {
+      val actions = try store.readCheckpoint(f).toVector catch {
+        case e: MalformedActionException => throw new CheckpointUnreadable(
+          new CorruptLogException(s"Checkpoint file $f holds a malformed action: ${e.getMessage}.", e))
         case e: StrataException => throw e
-        case NonFatal(e) => throw new CorruptLogException(s"Checkpoint file $f is unreadable: $e", e)
+        case NonFatal(e) => throw new CheckpointUnreadable(
+          new CorruptLogException(s"Checkpoint file $f is unreadable: $e.", e))
       }
+      actions.foreach(replay.apply)
     }
     commits.foreach { case (v, st) => readCommit(v, st.getPath).foreach(replay.apply) }
     replay.result(version, segment)
@@ -163,6 +185,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
 }
 
 object TableLog {
+  private val logger = org.slf4j.LoggerFactory.getLogger(classOf[TableLog])
   /** What `_delta_log` holds: commits and complete checkpoints by version. */
   private final case class Listing(commits: Map[Long, FileStatus], checkpoints: Map[Long, Seq[FileStatus]],
                                    v2Checkpoints: Set[Long])

@@ -199,10 +199,14 @@ private[log] final class ConflictChecker(
 
   private def check(version: Long, winner: Seq[Action]): Unit = {
     val op = winner.collectFirst { case c: CommitInfo => c.operation.getOrElse("unknown") }.getOrElse("unknown")
+    // Metadata first: a commit that creates the table (or changes its schema and upgrades the protocol with it)
+    // carries both, and the metadata change is what the losing transaction needs to hear about.
+    if (winner.exists(_.isInstanceOf[Metadata])) throw new MetadataChangedException(version, op,
+      if (txn.readVersion < 0) "the table was created concurrently" else "the table's metadata changed")
+    if (winner.exists(_.isInstanceOf[Protocol])) {
+      throw new ProtocolChangedException(version, op, "the table's protocol changed")
+    }
     winner.foreach {
-      case _: Protocol => throw new ProtocolChangedException(version, op, "the table's protocol changed")
-      case _: Metadata => throw new MetadataChangedException(version, op,
-        if (txn.readVersion < 0) "the table was created concurrently" else "the table's metadata changed")
       case t: SetTransaction if readAppIds(t.appId) =>
         throw new ConcurrentTransactionException(version, op, s"application '${t.appId}' committed concurrently")
       case a: AddFile if a.dataChange =>

@@ -1,0 +1,272 @@
+package io.strata.log
+
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.{Files, Path => JPath}
+import java.util.concurrent.{ConcurrentLinkedQueue, CountDownLatch, Executors, TimeUnit}
+
+import org.scalatest.funsuite.AnyFunSuite
+
+import scala.jdk.CollectionConverters._
+
+class ConcurrentCommitSuite extends AnyFunSuite with LogTestSupport {
+
+  private def tempFilesIn(table: JPath): Seq[String] = logFileNames(table).filter(_.endsWith(".tmp"))
+
+  /** Every commit file 1..n holds exactly one add, and it is the one its writer reported for that version. */
+  private def checkOneAddPerCommit(table: JPath, byVersion: Map[Long, String], n: Int): Unit = {
+    assert(commitVersions(table) == (0L to n.toLong), "versions 0..n present, no gaps")
+    var adds = 0
+    (1L to n.toLong).foreach { v =>
+      val as = actionsOf(deltaFile(table, v))
+      val fileAdds = as.collect { case a: AddFile => a.path }
+      assert(fileAdds == Seq(byVersion(v)), s"commit $v holds $fileAdds, expected ${byVersion(v)}")
+      assert(!as.exists(a => a.isInstanceOf[Metadata] || a.isInstanceOf[Protocol] || a.isInstanceOf[RemoveFile]))
+      assert(as.count(_.isInstanceOf[CommitInfo]) == 1)
+      adds += fileAdds.size
+    }
+    assert(adds == n, "the adds across all commit files == the number of commits: no commit was overwritten")
+  }
+
+  test("threads racing blind appends: every commit lands exactly once, checkpoints on the way") {
+    val threads = 8
+    val perThread = 25
+    val total = threads * perThread
+    val table = tempDir("race-threads")
+    createTable(table)
+    val results = new ConcurrentLinkedQueue[(Long, String, Int)]()
+    val errors = new ConcurrentLinkedQueue[Throwable]()
+    val start = new CountDownLatch(1)
+    val pool = Executors.newFixedThreadPool(threads)
+    (0 until threads).foreach { t =>
+      pool.submit(new Runnable {
+        def run(): Unit = try {
+          val log = TableLog.forPath(hpath(table), newConf())
+          start.await()
+          (1 to perThread).foreach { i =>
+            val path = s"t$t-$i.parquet"
+            val r = log.startTransaction().commit(Seq(add(path)), Operation("WRITE"))
+            results.add((r.version, path, r.attempts))
+          }
+        } catch { case e: Throwable => errors.add(e) }
+      })
+    }
+    val t0 = System.nanoTime()
+    start.countDown()
+    pool.shutdown()
+    assert(pool.awaitTermination(120, TimeUnit.SECONDS), "writers did not finish in 120 s")
+    info(f"$total commits by $threads threads in ${(System.nanoTime() - t0) / 1e9}%.1f s, " +
+      s"max attempts ${results.asScala.map(_._3).max}")
+    assert(errors.isEmpty, s"writer failures: ${errors.asScala.map(_.toString).mkString("; ")}")
+
+    val rs = results.asScala.toSeq
+    assert(rs.size == total)
+    assert(rs.map(_._1).sorted == (1L to total.toLong), "versions returned are distinct and cover 1..total")
+    assert(rs.map(_._2).distinct.size == total)
+    assert(rs.exists(_._3 > 1), "the writers really raced (some commit needed a retry)")
+    checkOneAddPerCommit(table, rs.map(r => r._1 -> r._2).toMap, total)
+    assert(tempFilesIn(table).isEmpty, s"temporary files left: ${tempFilesIn(table)}")
+
+    // checkpoints were written by the committers of versions 10, 20, ...
+    val checkpoints = logFileNames(table).flatMap(FileNames.classify).collect {
+      case FileNames.CheckpointPart(v, _, _) => v
+    }.sorted
+    assert(checkpoints == (10L to total.toLong by 10), s"checkpoints: $checkpoints")
+
+    val fresh = TableLog.forPath(hpath(table), newConf()).snapshot()
+    assert(fresh.version == total)
+    assert(fresh.segment.checkpointVersion.contains(total.toLong))
+    assert(fresh.segment.commitFiles.isEmpty)
+    assert(fresh.files.map(_.path).toSet == rs.map(_._2).toSet)
+    val before = TableLog.forPath(hpath(table), newConf()).snapshotAt(total - 5L)
+    assert(before.segment.checkpointVersion.contains(total - 10L))
+    assert(before.files.size == total - 5)
+  }
+
+  test("separate JVM processes racing blind appends: no version lost, overwritten or skipped") {
+    val processes = 3
+    val perProcess = 40
+    val total = processes * perProcess
+    val table = tempDir("race-jvms")
+    createTable(table)
+    val barrier = tempDir("race-barrier")
+    val javaBin = java.nio.file.Paths.get(System.getProperty("java.home"), "bin", "java").toString
+    val javaOpts = sys.env.get("STRATA_TEST_JAVA_OPTS").toSeq.flatMap(_.split(" ")).filter(_.nonEmpty)
+    val cp = System.getProperty("java.class.path")
+    val outputs = (1 to processes).map(i => barrier.resolve(s"out-$i.txt"))
+    val procs = (1 to processes).map { i =>
+      val cmd = Seq(javaBin) ++ javaOpts ++ Seq("-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", cp, "io.strata.log.ConcurrentAppender",
+        table.toString, i.toString, perProcess.toString, barrier.toString)
+      new ProcessBuilder(cmd: _*).redirectErrorStream(true).redirectOutput(outputs(i - 1).toFile).start()
+    }
+    def output(i: Int): String = new String(Files.readAllBytes(outputs(i)), UTF_8)
+    try {
+      val readyBy = System.currentTimeMillis() + 90000
+      while ((1 to processes).exists(i => !Files.exists(barrier.resolve(s"ready-$i")))) {
+        if (System.currentTimeMillis() > readyBy || procs.exists(!_.isAlive)) {
+          fail(s"child JVMs did not get ready: ${outputs.indices.map(output).mkString("\n---\n")}")
+        }
+        Thread.sleep(20)
+      }
+      Files.createFile(barrier.resolve("go"))
+      procs.zipWithIndex.foreach { case (p, i) =>
+        assert(p.waitFor(150, TimeUnit.SECONDS), s"child $i did not finish")
+        assert(p.exitValue == 0, s"child ${i + 1} failed:\n${output(i)}")
+      }
+    } finally procs.foreach(p => if (p.isAlive) p.destroyForcibly())
+
+    val committed = outputs.indices.flatMap { i =>
+      output(i).linesIterator.filter(_.startsWith("COMMITTED ")).map(_.split(" ")).map(a => (a(1).toLong, a(2), a(3).toInt))
+    }
+    info(s"$total commits by $processes JVMs, max attempts ${committed.map(_._3).max}")
+    assert(committed.size == total)
+    assert(committed.map(_._1).sorted == (1L to total.toLong), "each process got distinct versions covering 1..N")
+    checkOneAddPerCommit(table, committed.map(c => c._1 -> c._2).toMap, total)
+    assert(tempFilesIn(table).isEmpty, s"temporary files left: ${tempFilesIn(table)}")
+
+    val snap = TableLog.forPath(hpath(table), newConf()).snapshot()
+    assert(snap.version == total)
+    val expected = for (w <- 1 to processes; i <- 1 to perProcess) yield s"w$w-$i.parquet"
+    assert(snap.files.map(_.path).sorted == expected.sorted)
+  }
+
+  // ---- logical conflicts ---------------------------------------------------------------------------------------
+
+  /** Runs `f`, which must fail, and checks it wrote nothing into `_delta_log`. */
+  private def failsWritingNothing[T <: Throwable](table: JPath)(f: => Any)(implicit ct: scala.reflect.ClassTag[T]): T = {
+    val before = contentDigests(logDir(table))
+    val e = intercept[T](f)
+    assert(contentDigests(logDir(table)) == before, "a failed commit must not write anything")
+    e
+  }
+
+  test("an overwrite loses to a concurrent append: ConcurrentAppendException names the winner") {
+    val table = tempDir()
+    val log = createTable(table, files = Seq(add("a.parquet"), add("b.parquet")))
+    val overwrite = log.startTransaction()
+    val snap = overwrite.readSnapshot.get
+    overwrite.readWhere(ReadPredicate.WholeTable)
+    overwrite.readFiles(snap.files)
+    val now = System.currentTimeMillis()
+    val staged = snap.files.map(_.remove(now)) :+ add("c.parquet")
+
+    val winner = log.startTransaction().commit(Seq(add("w.parquet")), Operation("STREAMING UPDATE"))
+    assert(winner.version == 1L)
+    val e = failsWritingNothing[ConcurrentAppendException](table) {
+      overwrite.commit(staged, Operation("WRITE", Map("mode" -> "\"Overwrite\"")))
+    }
+    assert(e.winningVersion == 1L)
+    assert(e.winningOperation == "STREAMING UPDATE")
+    assert(e.getMessage.contains("w.parquet") && e.getMessage.contains("version 1"))
+    assert(latestVersion(table) == 1L)
+    assert(log.snapshot().files.map(_.path).toSet == Set("a.parquet", "b.parquet", "w.parquet"))
+  }
+
+  test("an overwrite of one partition does not conflict with an append to another") {
+    val table = tempDir()
+    val log = createTable(table, metadata(partitionColumns = Seq("p")),
+      files = Seq(add("p=1/a.parquet", Map("p" -> Some("1"))), add("p=2/b.parquet", Map("p" -> Some("2")))))
+    val overwrite = log.startTransaction()
+    val snap = overwrite.readSnapshot.get
+    val p1 = snap.files.filter(_.partitionValues("p").contains("1"))
+    overwrite.readWhere(ReadPredicate("p = 1", _.get("p").flatten.contains("1")))
+    overwrite.readFiles(p1)
+    append(log, add("p=2/c.parquet", Map("p" -> Some("2"))))
+    val r = overwrite.commit(p1.map(_.remove(1L)) :+ add("p=1/d.parquet", Map("p" -> Some("1"))), Operation("WRITE"))
+    assert(r.version == 2L && r.attempts == 2)
+    append(log, add("p=1/e.parquet", Map("p" -> Some("1"))))
+    assert(log.snapshot().files.map(_.path).toSet == Set("p=2/b.parquet", "p=2/c.parquet", "p=1/d.parquet", "p=1/e.parquet"))
+  }
+
+  test("two concurrent removals of the same file: ConcurrentDeleteDeleteException") {
+    val table = tempDir()
+    val log = createTable(table, files = Seq(add("a.parquet"), add("b.parquet")))
+    val t1 = log.startTransaction()
+    val t2 = log.startTransaction()
+    val a = t1.readSnapshot.get.files.find(_.path == "a.parquet").get
+    t1.readFiles(Seq(a))
+    t2.readFiles(Seq(a))
+    assert(t1.commit(Seq(a.remove(System.currentTimeMillis())), Operation("DELETE")).version == 1L)
+    val e = failsWritingNothing[ConcurrentDeleteDeleteException](table) {
+      t2.commit(Seq(a.remove(System.currentTimeMillis())), Operation("OPTIMIZE"))
+    }
+    assert(e.winningVersion == 1L && e.winningOperation == "DELETE")
+    assert(e.getMessage.contains("a.parquet"))
+    assert(latestVersion(table) == 1L)
+    assert(log.snapshot().files.map(_.path) == Seq("b.parquet"))
+  }
+
+  test("a rewrite of a file removed concurrently: ConcurrentDeleteReadException") {
+    val table = tempDir()
+    val log = createTable(table, files = Seq(add("a.parquet"), add("b.parquet")))
+    val t1 = log.startTransaction()
+    val t2 = log.startTransaction()
+    val a = t1.readSnapshot.get.files.find(_.path == "a.parquet").get
+    t2.readFiles(Seq(a))
+    t1.commit(Seq(a.remove(System.currentTimeMillis())), Operation("DELETE"))
+    val e = failsWritingNothing[ConcurrentDeleteReadException](table) {
+      // t2 read a.parquet and writes a new file from it without removing it (e.g. a copy)
+      t2.commit(Seq(add("copy-of-a.parquet")), Operation("COPY"))
+    }
+    assert(e.winningVersion == 1L && e.winningOperation == "DELETE")
+  }
+
+  test("two concurrent creators of a new table: MetadataChangedException") {
+    val table = tempDir()
+    val log = TableLog.forPath(hpath(table), newConf())
+    val t1 = log.startTransaction()
+    val t2 = log.startTransaction()
+    assert(t1.readVersion == -1L && t2.readVersion == -1L)
+    t1.updateMetadata(metadata())
+    t2.updateMetadata(metadata(partitionColumns = Seq("p")))
+    assert(t1.commit(Seq(add("a.parquet")), Operation("CREATE TABLE")).version == 0L)
+    val e = failsWritingNothing[MetadataChangedException](table) {
+      t2.commit(Seq(add("p=1/b.parquet", Map("p" -> Some("1")))), Operation("CREATE TABLE AS SELECT"))
+    }
+    assert(e.winningVersion == 0L && e.winningOperation == "CREATE TABLE")
+    assert(latestVersion(table) == 0L)
+    val snap = log.snapshot()
+    assert(snap.partitionColumns.isEmpty)
+    assert(snap.files.map(_.path) == Seq("a.parquet"))
+  }
+
+  test("two blind appends from the same read version both commit, as N+1 and N+2") {
+    val table = tempDir()
+    val log = createTable(table, files = Seq(add("a.parquet")))
+    append(log, add("b.parquet"))
+    val t1 = log.startTransaction()
+    val t2 = log.startTransaction()
+    assert(t1.readVersion == 1L && t2.readVersion == 1L)
+    val r2 = t2.commit(Seq(add("c.parquet")), Operation("WRITE"))
+    val r1 = t1.commit(Seq(add("d.parquet")), Operation("WRITE"))
+    assert(r2.version == 2L && r2.attempts == 1)
+    assert(r1.version == 3L && r1.attempts == 2)
+    assert(actionsOf(deltaFile(table, 2)).collect { case a: AddFile => a.path } == Seq("c.parquet"))
+    assert(actionsOf(deltaFile(table, 3)).collect { case a: AddFile => a.path } == Seq("d.parquet"))
+    assert(r1.commitInfo.json.get("isBlindAppend").asBoolean)
+    assert(r1.commitInfo.json.get("readVersion").asLong == 1L)
+    assert(log.snapshot().files.map(_.path).toSet == Set("a.parquet", "b.parquet", "c.parquet", "d.parquet"))
+  }
+
+  test("a transaction that read appId x loses to a concurrent commit of appId x: ConcurrentTransactionException") {
+    val table = tempDir()
+    val log = createTable(table)
+    val t1 = log.startTransaction()
+    assert(t1.applicationVersion("x").isEmpty)
+    val other = log.startTransaction()
+    assert(other.applicationVersion("y").isEmpty)
+    val t2 = log.startTransaction()
+    t2.applicationVersion("x")
+    val now = System.currentTimeMillis()
+    assert(t2.commit(Seq(SetTransaction("x", 1L, Some(now)), add("a.parquet")), Operation("STREAMING UPDATE")).version == 1L)
+    val e = failsWritingNothing[ConcurrentTransactionException](table) {
+      t1.commit(Seq(SetTransaction("x", 1L, Some(now)), add("b.parquet")), Operation("WRITE"))
+    }
+    assert(e.winningVersion == 1L && e.winningOperation == "STREAMING UPDATE")
+    assert(e.getMessage.contains("'x'"))
+    // a transaction that read another application's version is not affected
+    assert(other.commit(Seq(SetTransaction("y", 5L, Some(now)), add("c.parquet")), Operation("WRITE")).version == 2L)
+    val snap = log.snapshot()
+    assert(snap.transactionVersion("x").contains(1L) && snap.transactionVersion("y").contains(5L))
+    assert(snap.files.map(_.path).toSet == Set("a.parquet", "c.parquet"))
+  }
+}

@@ -1,0 +1,108 @@
+package io.strata.log
+
+import org.scalatest.funsuite.AnyFunSuite
+
+class ProtocolSupportSuite extends AnyFunSuite with LogTestSupport {
+
+  private val NtzSchema =
+    """{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},""" +
+      """{"name":"t","type":"timestamp_ntz","nullable":true,"metadata":{}}]}"""
+
+  test("a plain table needs reader 1 / writer 2") {
+    assert(ProtocolSupport.minimumFor(metadata()) == Protocol(1, 2))
+    assert(ProtocolSupport.minimumFor(metadata(partitionColumns = Seq("p"),
+      configuration = Map("delta.appendOnly" -> "true", "delta.checkpointInterval" -> "5"))) == Protocol(1, 2))
+  }
+
+  test("timestamp_ntz needs reader 3 / writer 7 with the timestampNtz feature") {
+    val p = ProtocolSupport.minimumFor(metadata(schema = NtzSchema))
+    assert(p.minReaderVersion == 3 && p.minWriterVersion == 7)
+    assert(p.readerFeatures.exists(_.contains("timestampNtz")))
+    assert(p.writerFeatures.exists(_.contains("timestampNtz")))
+    ProtocolSupport.checkReadable(p, "t")
+    ProtocolSupport.checkWritable(p, metadata(schema = NtzSchema), "t")
+    // a plain "timestamp" column does not
+    assert(ProtocolSupport.minimumFor(metadata(schema = NtzSchema.replace("timestamp_ntz", "timestamp"))) == Protocol(1, 2))
+  }
+
+  test("adding a timestamp_ntz column upgrades a (1,2) table to (3,7), keeping the legacy writer features") {
+    val up = ProtocolSupport.upgradeFor(Protocol(1, 2), metadata(schema = NtzSchema))
+    assert(up == Protocol(3, 7, Some(Set("timestampNtz")), Some(Set("appendOnly", "invariants", "timestampNtz"))))
+    assert(ProtocolSupport.upgradeFor(up, metadata(schema = NtzSchema)) == up, "no change when already enough")
+    assert(ProtocolSupport.upgradeFor(up, metadata()) == up, "never downgrades")
+  }
+
+  test("a table through a Transaction: the protocol committed is the minimum one") {
+    val table = tempDir()
+    val log = createTable(table, metadata(schema = NtzSchema))
+    assert(log.snapshot().protocol == Protocol(3, 7, Some(Set("timestampNtz")),
+      Some(Set("appendOnly", "invariants", "timestampNtz"))))
+    val plain = tempDir()
+    assert(createTable(plain).snapshot().protocol == Protocol(1, 2))
+  }
+
+  test("delta.enableChangeDataFeed=true is rejected naming it") {
+    val e = intercept[UnsupportedProtocolException](
+      ProtocolSupport.minimumFor(metadata(configuration = Map("delta.enableChangeDataFeed" -> "true"))))
+    assert(e.getMessage.contains("delta.enableChangeDataFeed"), e.getMessage)
+    // "false" is fine
+    assert(ProtocolSupport.minimumFor(metadata(configuration = Map("delta.enableChangeDataFeed" -> "false"))) ==
+      Protocol(1, 2))
+    // and no table is created with it
+    val table = tempDir()
+    val txn = TableLog.forPath(hpath(table), newConf()).startTransaction()
+    txn.updateMetadata(metadata(configuration = Map("delta.enableChangeDataFeed" -> "TRUE")))
+    val e2 = intercept[UnsupportedProtocolException](txn.commit(Nil, Operation("CREATE TABLE")))
+    assert(e2.getMessage.contains("delta.enableChangeDataFeed"))
+    assert(!java.nio.file.Files.exists(deltaFile(table, 0)))
+  }
+
+  test("other unsupported properties are named too") {
+    Seq(
+      Map("delta.enableDeletionVectors" -> "true") -> "delta.enableDeletionVectors",
+      Map("delta.columnMapping.mode" -> "name") -> "column mapping",
+      Map("delta.constraints.positive" -> "id > 0") -> "CHECK constraints").foreach { case (conf, named) =>
+      val e = intercept[UnsupportedProtocolException](ProtocolSupport.minimumFor(metadata(configuration = conf)))
+      assert(e.getMessage.contains(named), e.getMessage)
+    }
+  }
+
+  test("appendOnly table: staging a RemoveFile with dataChange=true fails naming delta.appendOnly") {
+    val table = tempDir()
+    val log = createTable(table, metadata(configuration = Map("delta.appendOnly" -> "true")),
+      Seq(add("a.parquet"), add("b.parquet")))
+    val snap = log.snapshot()
+    val a = snap.files.find(_.path == "a.parquet").get
+    val before = contentDigests(logDir(table))
+    val e = intercept[InvalidTableOperationException](
+      log.startTransaction().commit(Seq(a.remove(System.currentTimeMillis())), Operation("DELETE")))
+    assert(e.getMessage.contains("delta.appendOnly"), e.getMessage)
+    assert(contentDigests(logDir(table)) == before, "nothing was committed")
+    // appends are fine, and so is a rewrite that does not change data (dataChange=false, e.g. compaction)
+    assert(append(log, add("c.parquet")).version == 1L)
+    val b = log.snapshot().files.find(_.path == "b.parquet").get
+    val r = log.startTransaction().commit(
+      Seq(b.remove(System.currentTimeMillis(), dataChange = false), add("b2.parquet").copy(dataChange = false)),
+      Operation("OPTIMIZE"))
+    assert(r.version == 2L)
+    assert(log.snapshot().files.map(_.path).toSet == Set("a.parquet", "c.parquet", "b2.parquet"))
+  }
+
+  test("checkReadable and checkWritable name the version or feature") {
+    def readErr(p: Protocol) = intercept[UnsupportedProtocolException](ProtocolSupport.checkReadable(p, "tbl")).getMessage
+    def writeErr(p: Protocol) =
+      intercept[UnsupportedProtocolException](ProtocolSupport.checkWritable(p, metadata(), "tbl")).getMessage
+    assert(readErr(Protocol(2, 5)).contains("reader version 2"))
+    assert(readErr(Protocol(4, 7)).contains("reader version 4"))
+    assert(readErr(Protocol(3, 7, Some(Set("columnMapping", "v2Checkpoint")), Some(Set.empty)))
+      .contains("columnMapping, v2Checkpoint"))
+    assert(writeErr(Protocol(1, 3)).contains("writer version 3"))
+    assert(writeErr(Protocol(1, 5)).contains("writer version 5"))
+    assert(writeErr(Protocol(3, 7, Some(Set.empty), Some(Set("changeDataFeed")))).contains("changeDataFeed"))
+    assert(writeErr(Protocol(1, 8)).contains("writer version 8"))
+    ProtocolSupport.checkReadable(Protocol(1, 1), "tbl")
+    ProtocolSupport.checkWritable(Protocol(1, 1), metadata(), "tbl")
+    ProtocolSupport.checkWritable(Protocol(3, 7, Some(Set("vacuumProtocolCheck")),
+      Some(Set("vacuumProtocolCheck", "appendOnly", "invariants"))), metadata(), "tbl")
+  }
+}
