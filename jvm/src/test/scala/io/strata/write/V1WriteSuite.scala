@@ -298,4 +298,22 @@ class V1WriteSuite extends AnyFunSuite with SparkTestSession {
     assert(rows(read(sorted)) == rows(read(concurrent)))
     assert(log(concurrent).snapshot().files.map(_.partitionValues).distinct.size == 7)
   }
+
+  test("statistics keep timestamp bounds (millisecond, rounded outward) and truncate long strings as bounds") {
+    val path = tempDir().resolve("stats2").toString
+    val long = "x" * 40
+    spark.sql(s"""SELECT * FROM VALUES
+      (TIMESTAMP'2024-01-01 00:00:00.000999', '$long', CAST(1.25 AS DECIMAL(5,2)), DATE'2024-02-29'),
+      (TIMESTAMP'2024-01-02 00:00:00.000001', 'a', CAST(-3.5 AS DECIMAL(5,2)), DATE'2020-01-01')
+      AS t(ts, s, dec, d)""").coalesce(1).write.format("strata").save(path)
+    val stats = ActionCodec.mapper.readTree(log(path).snapshot().files.head.stats.get)
+    val (min, max) = (stats.get("minValues"), stats.get("maxValues"))
+    assert(min.get("ts").asText == "2024-01-01T00:00:00.000Z")
+    assert(max.get("ts").asText == "2024-01-02T00:00:00.001Z")
+    assert(min.get("s").asText == "a")
+    assert(max.get("s").asText == "x" * 32 + new String(Character.toChars(Character.MAX_CODE_POINT)))
+    assert(min.get("dec").decimalValue.compareTo(new java.math.BigDecimal("-3.5")) == 0)
+    assert(max.get("dec").decimalValue.compareTo(new java.math.BigDecimal("1.25")) == 0)
+    assert(min.get("d").asText == "2020-01-01" && max.get("d").asText == "2024-02-29")
+  }
 }
