@@ -140,9 +140,12 @@ _OPTION_MESSAGE = re.compile(r"^(Unknown option\b|Options? \S)|has invalid value
 _SCHEMA_MESSAGE = re.compile(r"does not match the schema|differ only in case|is partitioned by .* but the write asks")
 _EXISTS_MESSAGE = re.compile(r"already exists \(save mode ErrorIfExists\)")
 _CONSTRAINT_MESSAGE = re.compile(r"^(NOT NULL constraint violated|Written rows must match replaceWhere)")
-# "io.strata.log.X: message" (py4j, stack traces) or "(io.strata.log.X) message" (Spark Connect).
-_STRATA_IN_TEXT = re.compile(r"\(?(io\.strata\.[A-Za-z0-9_.$]+)(?:\)|:)[ \t]*([^\n]*)")
-_STRATA_CLASS_LINE = re.compile(r"^(?:Caused by: )?(io\.strata\.[A-Za-z0-9_.$]+)\s*$", re.MULTILINE)
+# Where a JVM class shows up in the text of an error: "(io.strata.log.X) message" opening a Spark Connect message;
+# "io.strata.log.X" alone on the first line of a Spark Connect stack trace; "Caused by: io.strata.log.X: message"
+# further down; ": io.strata.log.X: message" in a py4j error text.
+_CONNECT_MESSAGE = re.compile(r"\A\((io\.strata\.[\w.$]+)\) ([^\n]*)")
+_STACK_FIRST_LINE = re.compile(r"\A(io\.strata\.[\w.$]+)\s*$", re.MULTILINE)
+_STACK_CAUSE = re.compile(r"^(?:Caused by: |: )?(io\.strata\.[\w.$]+): ([^\n]*)$", re.MULTILINE)
 _USER_RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\] ([^\n]*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
 
 
@@ -197,15 +200,14 @@ def _constraint(text: str) -> ConstraintViolationError | None:
     return None
 
 
-def _from_text(text: str, stacktrace: str) -> StrataError | None:
-    match = _STRATA_IN_TEXT.search(text)
+def _from_text(message: str, stacktrace: str) -> StrataError | None:
+    match = _CONNECT_MESSAGE.search(message)
     if match is not None:
         return _classify(match.group(1), match.group(2))
-    # Spark Connect puts the class on the first stack trace line and the message in the text.
-    line = _STRATA_CLASS_LINE.search(stacktrace)
-    if line is not None:
-        return _classify(line.group(1), text)
-    match = _STRATA_IN_TEXT.search(stacktrace)
+    first = _STACK_FIRST_LINE.search(stacktrace)
+    if first is not None:
+        return _classify(first.group(1), message)
+    match = _STACK_CAUSE.search(stacktrace) or _STACK_CAUSE.search(message)
     if match is not None:
         return _classify(match.group(1), match.group(2))
     return None

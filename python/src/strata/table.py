@@ -31,6 +31,12 @@ def _timestamp_option(timestamp: _dt.datetime | _dt.date | str) -> str:
         f"got {timestamp!r}")
 
 
+def _is_cast_error(error: BaseException) -> bool:
+    from pyspark.errors import PySparkException
+
+    return isinstance(error, PySparkException) and error.getCondition() == "CAST_INVALID_INPUT"
+
+
 class Table:
     """A Strata table at a path. Reads use the public data source API (classic and Spark Connect sessions);
     ``version()`` and ``history()`` call the JVM through py4j and so need a classic session.
@@ -92,9 +98,17 @@ class Table:
             reader = reader.option("versionAsOf", version)
         if timestamp is not None:
             reader = reader.option("timestampAsOf", _timestamp_option(timestamp))
-        with translate():
-            df = reader.load(self._path)
-            df.schema  # resolves the snapshot now (lazy on Spark Connect), so a bad table fails here, typed
+        try:
+            with translate():
+                df = reader.load(self._path)
+                df.schema  # resolves the snapshot now (lazy on Spark Connect), so a bad table fails here, typed
+        except Exception as e:
+            if timestamp is not None and _is_cast_error(e):
+                # Under ANSI mode (Spark's default) the connector's timestamp cast fails with Spark's own error.
+                raise InvalidOptionError(
+                    f"timestamp {timestamp!r} is not a timestamp Spark can read; use a datetime or a string such as "
+                    f"'2026-01-31 12:00:00' ({e})") from e
+            raise
         return df
 
     def version(self) -> int:
@@ -117,7 +131,8 @@ class Table:
         ``operationParameters`` map<string,string> (e.g. ``mode`` -> ``Append``), ``numFiles``,
         ``numOutputRows``, ``numOutputBytes`` long, ``userMetadata`` string, ``engineInfo`` string.
 
-        Needs a classic session (py4j); raises :class:`strata.ClassicSessionRequiredError` on Spark Connect.
+        Needs a classic session (py4j); raises :class:`strata.ClassicSessionRequiredError` on Spark Connect, and
+        :class:`strata.TableNotFoundError` if there is no table at the path.
 
         >>> strata.Table.for_path(spark, "/data/events").history(limit=5).select("version", "operation").show()
         """
@@ -131,6 +146,9 @@ class Table:
                 jdf = api.history(self._jsession(), self._path)
             else:
                 jdf = api.history(self._jsession(), self._path, min(limit, 2**31 - 1))
+            if jdf.isEmpty():  # local rows: no Spark job
+                # StrataTable.history gives no rows where there is no table; version() raises TableNotFoundError.
+                api.version(self._jsession(), self._path)
         return DataFrame(jdf, self._spark)
 
     def _jsession(self) -> Any:

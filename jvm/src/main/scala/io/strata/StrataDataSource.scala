@@ -9,13 +9,33 @@ import io.strata.write.v1.V1TableWriter
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.{DataFrame, SQLContext, SaveMode}
 import org.apache.spark.sql.sources.{BaseRelation, CreatableRelationProvider, DataSourceRegister, RelationProvider}
+import org.apache.spark.sql.connector.catalog.{Table, TableCapability, TableProvider}
+import org.apache.spark.sql.connector.expressions.Transform
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.util.CaseInsensitiveStringMap
+
+import scala.jdk.CollectionConverters._
 
 /**
  * `format("strata")`: path-based reads and the DataSource V1 write path
  * (DataFrameWriter -> CreatableRelationProvider -> FileFormatWriter -> one log commit).
  */
-class StrataDataSource extends DataSourceRegister with CreatableRelationProvider with RelationProvider {
+class StrataDataSource extends DataSourceRegister with CreatableRelationProvider with RelationProvider
+    with TableProvider {
   override def shortName(): String = "strata"
+
+  // As a TableProvider, `USING strata` in the session catalog is planned as a DataSource V2 table (served by
+  // StrataSessionCatalog). Path reads and writes keep the V1 path: the path table below declares no capability,
+  // which makes DataFrameReader/DataFrameWriter fall back to the RelationProvider methods.
+  override def supportsExternalMetadata(): Boolean = true
+
+  override def inferSchema(options: CaseInsensitiveStringMap): StructType = {
+    val log = tableLog(SparkInternals.activeSession.sqlContext, options.asCaseSensitiveMap().asScala.toMap)
+    io.strata.table.TableSchema.of(log.snapshot().metadata).schema
+  }
+
+  override def getTable(schema: StructType, partitioning: Array[Transform],
+                        properties: java.util.Map[String, String]): Table = new StrataDataSource.PathTable(schema)
 
   override def createRelation(sqlContext: SQLContext, parameters: Map[String, String]): BaseRelation = {
     val spark = sqlContext.sparkSession
@@ -76,5 +96,14 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
         s"${log.tablePath} holds files (${visible.take(3).mkString(", ")}${if (visible.length > 3) ", ..." else ""}) " +
           "but no Strata/Delta log. Write to an empty or new location.")
     }
+  }
+}
+
+object StrataDataSource {
+  /** The V2 face of a path table: no capabilities, so Spark uses the V1 relation provider for it. */
+  final class PathTable(tableSchema: StructType) extends Table {
+    override def name(): String = "strata path table"
+    override def schema(): StructType = tableSchema
+    override def capabilities(): java.util.Set[TableCapability] = java.util.EnumSet.noneOf(classOf[TableCapability])
   }
 }

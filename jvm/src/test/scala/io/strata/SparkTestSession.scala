@@ -13,6 +13,7 @@ object SparkTestSession {
     .config("spark.ui.enabled", "false")
     .config("spark.sql.shuffle.partitions", "2")
     .config("spark.sql.session.timeZone", "UTC")
+    .config("spark.sql.warehouse.dir", Files.createTempDirectory("spark-wh").toString)
     .config("spark.sql.catalog.strata", "io.strata.catalog.StrataCatalog")
     .config("spark.sql.catalog.strata.warehouse", Files.createTempDirectory("strata-wh").toString)
     .config("spark.sql.catalog.spark_catalog", "io.strata.catalog.StrataSessionCatalog")

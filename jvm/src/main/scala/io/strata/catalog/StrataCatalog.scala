@@ -1,17 +1,14 @@
 package io.strata.catalog
 
 import java.util
-import java.util.UUID
 
-import io.strata.log.{Metadata, Operation, TableLog}
+import io.strata.log.TableLog
 import io.strata.shim.SparkInternals
-import io.strata.table.TableSchema
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.analysis.{NamespaceAlreadyExistsException, NoSuchNamespaceException, NoSuchTableException, TableAlreadyExistsException}
 import org.apache.spark.sql.connector.catalog._
 import org.apache.spark.sql.connector.expressions.Transform
-import org.apache.spark.sql.types.{StructField, StructType}
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 import scala.jdk.CollectionConverters._
@@ -87,30 +84,14 @@ class StrataCatalog extends TableCatalog with SupportsNamespaces {
     if (!isPathIdentifier(ident) && !namespaceExists(ident.namespace())) {
       throw new NoSuchNamespaceException(ident.namespace())
     }
-    val schema = StructType(columns.map { c =>
-      val f = StructField(c.name(), c.dataType(), c.nullable())
-      Option(c.comment()).fold(f)(f.withComment)
-    })
-    val partCols = TableSchema.resolvePartitionColumns(schema, partitions.toSeq.map { t =>
-      if (t.name() != "identity") throw new IllegalArgumentException(
-        s"Partition transform ${t.describe()} is not supported: Strata partitions by plain columns.")
-      t.references().head.fieldNames().mkString(".")
-    })
-    val props = properties.asScala.toMap
-    val reserved = Set(TableCatalog.PROP_PROVIDER, TableCatalog.PROP_LOCATION, TableCatalog.PROP_COMMENT,
-      TableCatalog.PROP_OWNER, TableCatalog.PROP_EXTERNAL, TableCatalog.PROP_IS_MANAGED_LOCATION)
-    props.get(TableCatalog.PROP_PROVIDER).filterNot(_.equalsIgnoreCase("strata")).foreach { p =>
+    props(properties).get(TableCatalog.PROP_PROVIDER).filterNot(_.equalsIgnoreCase("strata")).foreach { p =>
       throw new IllegalArgumentException(s"The $catalogName catalog only holds Strata tables; USING $p is not possible here.")
     }
-    val txn = log.startTransaction()
-    txn.updateMetadata(Metadata(id = UUID.randomUUID().toString, description = props.get(TableCatalog.PROP_COMMENT),
-      schemaString = schema.json, partitionColumns = partCols,
-      configuration = props.filter { case (k, _) => !reserved(k) && !k.startsWith(TableCatalog.OPTION_PREFIX) },
-      createdTime = Some(System.currentTimeMillis())))
-    txn.commit(Nil, Operation("CREATE TABLE", Map(
-      "partitionBy" -> io.strata.log.ActionCodec.mapper.writeValueAsString(partCols.toArray))))
+    TableCreation.create(log, columns, partitions, props(properties))
     loadTable(ident)
   }
+
+  private def props(p: util.Map[String, String]): Map[String, String] = p.asScala.toMap
 
   override def alterTable(ident: Identifier, changes: TableChange*): Table =
     throw new UnsupportedOperationException(s"ALTER TABLE on ${displayName(ident)} is not supported yet.")

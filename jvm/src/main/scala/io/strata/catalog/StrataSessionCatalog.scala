@@ -1,24 +1,65 @@
 package io.strata.catalog
 
+import java.util
+
 import io.strata.log.TableLog
 import io.strata.shim.SparkInternals
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.connector.catalog.{DelegatingCatalogExtension, Identifier, Table, TableCatalog}
+import org.apache.spark.sql.connector.catalog.{Column, DelegatingCatalogExtension, Identifier, Table, TableCatalog}
+import org.apache.spark.sql.connector.expressions.Transform
+
+import scala.jdk.CollectionConverters._
 
 /**
- * The `spark_catalog` delegate: session-catalog tables declared `USING strata` are served as Strata V2 tables, so
- * Spark never plans them as plain Parquet directories (which would bypass the log). Everything else is delegated.
+ * The `spark_catalog` delegate: session-catalog tables declared `USING strata` are created as Strata tables and
+ * served as Strata V2 tables, so Spark never plans them as plain Parquet directories (which would write behind the
+ * log). Everything else is delegated to the built-in session catalog.
  */
 class StrataSessionCatalog extends DelegatingCatalogExtension {
+  private def isStrata(props: util.Map[String, String]): Boolean =
+    "strata".equalsIgnoreCase(props.get(TableCatalog.PROP_PROVIDER))
+
+  private def hadoopConf = SparkInternals.hadoopConf(SparkSession.active, Map.empty)
+
   override def loadTable(ident: Identifier): Table = {
     val table = super.loadTable(ident)
     val props = table.properties()
-    if ("strata".equalsIgnoreCase(props.get(TableCatalog.PROP_PROVIDER)) && props.containsKey(TableCatalog.PROP_LOCATION)) {
-      val log = TableLog.forPath(new Path(props.get(TableCatalog.PROP_LOCATION)),
-        SparkInternals.hadoopConf(SparkSession.active, Map.empty))
+    if (isStrata(props) && props.containsKey(TableCatalog.PROP_LOCATION)) {
+      val log = TableLog.forPath(new Path(props.get(TableCatalog.PROP_LOCATION)), hadoopConf)
       log.snapshotOption().map(s => new StrataV2Table((ident.namespace() :+ ident.name()).mkString("."), s): Table)
         .getOrElse(table)
     } else table
   }
+
+  /** `CREATE TABLE ... USING strata`: the log's version 0 at the table location, then the catalog entry. */
+  override def createTable(ident: Identifier, columns: Array[Column], partitions: Array[Transform],
+                           properties: util.Map[String, String]): Table = {
+    if (!isStrata(properties)) return super.createTable(ident, columns, partitions, properties)
+    val explicit = Option(properties.get(TableCatalog.PROP_LOCATION)).map(new Path(_))
+    val location = explicit.getOrElse(
+      new Path(SparkInternals.defaultTablePath(SparkSession.active, ident.namespace().lastOption, ident.name())))
+    val log = TableLog.forPath(location, hadoopConf)
+    // LOCATION over an existing table adopts it; a managed table never takes over data it did not create.
+    if (!log.exists) TableCreation.create(log, columns, partitions, properties.asScala.toMap)
+    else if (explicit.isEmpty) throw new IllegalStateException(s"Cannot create table $ident: its default location " +
+      s"${log.tablePath} already holds a Strata table. Remove it, or give it as LOCATION to adopt it.")
+    val withLocation = new util.HashMap[String, String](properties)
+    withLocation.put(TableCatalog.PROP_LOCATION, log.tablePath.toString)
+    if (explicit.isEmpty) withLocation.put(ManagedKey, "true")
+    super.createTable(ident, columns, partitions, withLocation)
+    loadTable(ident)
+  }
+
+  /** DROP TABLE of a managed Strata table deletes its data too, as for any managed table. */
+  override def dropTable(ident: Identifier): Boolean = {
+    val managedLocation = scala.util.Try(super.loadTable(ident)).toOption
+      .filter(t => isStrata(t.properties()) && "true" == t.properties().get(ManagedKey))
+      .map(t => new Path(t.properties().get(TableCatalog.PROP_LOCATION)))
+    val dropped = super.dropTable(ident)
+    if (dropped) managedLocation.foreach(p => p.getFileSystem(hadoopConf).delete(p, true))
+    dropped
+  }
+
+  private val ManagedKey = "strata.managed"
 }

@@ -25,6 +25,11 @@ object SparkInternals {
 
   def activeSession: ClassicSession = ClassicSession.active
 
+  /** Where the session catalog puts a managed table of that name. */
+  def defaultTablePath(spark: SparkSession, database: Option[String], table: String): java.net.URI =
+    classic(spark).sessionState.catalog.defaultTablePath(
+      org.apache.spark.sql.catalyst.TableIdentifier(table, database.orElse(Some(classic(spark).catalog.currentDatabase))))
+
   /** Data source options with the keys as the user spelled them (Spark hands them over lower-cased). */
   def originalOptions(options: Map[String, String]): Map[String, String] = options match {
     case m: org.apache.spark.sql.catalyst.util.CaseInsensitiveMap[String @unchecked] => m.originalMap

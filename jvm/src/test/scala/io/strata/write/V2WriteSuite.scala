@@ -103,4 +103,23 @@ class V2WriteSuite extends AnyFunSuite with SparkTestSession {
       assert(log(t).snapshot().version == 2)
     } finally pool.shutdown()
   }
+
+  test("spark_catalog tables USING strata are written through the log, never by Spark's own committer") {
+    spark.sql("CREATE TABLE default.sess_t (id BIGINT, p STRING) USING strata PARTITIONED BY (p)")
+    try {
+      spark.sql("INSERT INTO default.sess_t SELECT id, cast(id % 3 AS STRING) FROM range(30)")
+      spark.sql("INSERT OVERWRITE default.sess_t PARTITION (p = '0') SELECT 7")
+      spark.range(4).select($"id", lit("9").as("p")).write.insertInto("default.sess_t")
+      val expected = spark.range(30).select($"id", ($"id" % 3).cast("string").as("p")).where($"p" =!= "0")
+        .union(Seq((7L, "0")).toDF("id", "p")).union(spark.range(4).select($"id", lit("9").as("p")))
+      assert(rows(spark.table("default.sess_t")) == rows(expected))
+      val dir = location("default.sess_t")
+      val snap = TableLog.forPath(new Path(dir), new Configuration()).snapshot()
+      assert(snap.version == 3)
+      assert(rows(spark.read.format("strata").load(dir)) == rows(expected))
+      assert(!new java.io.File(new java.net.URI(dir).getPath, "_SUCCESS").exists())
+      spark.sql("DROP TABLE default.sess_t")
+      assert(!new java.io.File(new java.net.URI(dir).getPath).exists(), "DROP of a managed table keeps its data")
+    } finally spark.sql("DROP TABLE IF EXISTS default.sess_t")
+  }
 }

@@ -1,0 +1,64 @@
+"""The documented user flow on Spark Connect sessions (tests/connect_script.py, each in its own process: a classic
+and a Connect session do not mix in one Python process, and the pytest process holds a classic one)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent / "connect_script.py"
+
+
+def test_connect_dependencies_are_installed() -> None:
+    """pyspark[connect]'s extras are pinned in python/requirements-dev.txt; without them nothing below can run."""
+    from pyspark.sql.connect.utils import check_dependencies
+
+    check_dependencies("strata tests")
+
+
+@pytest.mark.parametrize("mode", ["local", "server"])
+def test_user_flow_on_spark_connect(tmp_path: Path, mode: str) -> None:
+    env = dict(os.environ, TZ="UTC", PYSPARK_PYTHON=sys.executable)
+    env.pop("SPARK_REMOTE", None)
+    env.pop("SPARK_TESTING", None)
+    proc = subprocess.run([sys.executable, str(SCRIPT), mode, str(tmp_path)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    [line] = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    out = json.loads(line[len("RESULT "):])
+
+    assert out["session"] == "pyspark.sql.connect.session.SparkSession"
+    # create (v0), append (v1), dynamic overwrite of DE (v2), replaceWhere FR (v3), a repeat of app version 7 (none)
+    assert out["v0"] == [[1, "FR"], [2, "DE"]] == out["read_api_v0"]
+    assert out["v1"] == [[1, "FR"], [2, "DE"], [3, "FR"]] == out["at_between"]
+    assert out["v2"] == [[1, "FR"], [3, "FR"], [20, "DE"]]
+    assert out["latest"] == [[20, "DE"], [30, "FR"]] == out["after_errors"]
+    log = tmp_path / "sales" / "_delta_log"
+    assert sorted(p.name for p in log.glob("*.json")) == [f"{v:020d}.json" for v in range(4)]
+    first = [json.loads(ln) for ln in (log / f"{0:020d}.json").read_text().splitlines()]
+    assert [a["commitInfo"]["userMetadata"] for a in first if "commitInfo" in a] == ["initial load"]
+    assert {"metaData"} <= {k for a in first for k in a}
+    assert all(p.name.startswith("country=") for p in (tmp_path / "sales").iterdir() if p.name != "_delta_log")
+
+    for call in ("history", "version"):
+        error = out[f"{call}_error"]
+        assert error["type"] == "ClassicSessionRequiredError"
+        assert f"strata.Table.{call}() calls the Strata JVM API through py4j" in error["message"]
+    assert out["validation_error"] == {
+        "type": "InvalidOptionError", "jvm_class": None,
+        "message": "replace_where must be used with mode 'overwrite' only; got \"mode 'append'\""}
+    assert out["schema_error"]["type"] == "SchemaMismatchError"
+    assert out["schema_error"]["message"].startswith("The data does not match the schema of ")
+    assert out["schema_error"]["jvm_class"] == "io.strata.log.InvalidTableOperationException"
+    assert out["constraint_error"]["type"] == "ConstraintViolationError"
+    assert out["constraint_error"]["message"] == "Written rows must match replaceWhere 'country = 'FR''; a row does not."
+    assert out["raw_option_error"]["type"] == "InvalidOptionError"
+    assert out["raw_option_error"]["message"].startswith("Unknown option 'compresion'. Did you mean 'compression'?")
+    assert out["missing_table_error"]["type"] == "TableNotFoundError"
+    assert out["missing_table_error"]["jvm_class"] == "io.strata.log.TableNotFoundException"
+
+    assert out["catalog_columns"] == ["id", "day"] and out["catalog_location_exists"]
