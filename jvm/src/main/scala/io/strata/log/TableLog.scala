@@ -74,11 +74,14 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   }
 
   /** Commits newest first, with their commitInfo. */
-  def history(limit: Int = Int.MaxValue): Seq[CommitRecord] =
-    commitTimestamps().reverse.take(limit).map { case (v, ts) =>
+  def history(limit: Int = Int.MaxValue): Seq[CommitRecord] = {
+    val stamps = commitTimestamps()
+    if (stamps.isEmpty) throw new TableNotFoundException(tablePath.toString)
+    stamps.reverse.take(limit).map { case (v, ts) =>
       val info = readCommit(v, FileNames.deltaFile(logPath, v)).collectFirst { case c: CommitInfo => c }
       CommitRecord(v, ts, info)
     }
+  }
 
   /** The actions of commit `version`, as written. */
   def readCommit(version: Long): Seq[Action] = readCommit(version, FileNames.deltaFile(logPath, version))

@@ -43,7 +43,7 @@ object SnapshotReader {
   }
 
   private def parseTimestampMillis(spark: SparkSession, ts: String): Long = {
-    val micros = SparkInternals.castPartitionValue(ts, org.apache.spark.sql.types.TimestampType,
+    val micros = SparkInternals.tryCast(ts, org.apache.spark.sql.types.TimestampType,
       SparkInternals.sessionTimeZone(spark))
     if (micros == null) throw new InvalidTableOperationException(
       s"Option timestampAsOf has invalid value '$ts': it must be a timestamp such as '2026-01-31 12:00:00'.")

@@ -130,6 +130,10 @@ object SparkInternals {
   /** Catalyst's value for a partition value string (the same cast Spark applies to directory values). */
   def castPartitionValue(value: String, dataType: org.apache.spark.sql.types.DataType, timeZone: String): Any =
     Cast(Literal(value), dataType, Some(timeZone)).eval()
+
+  /** Like [[castPartitionValue]], but null instead of an error for a value that does not parse. */
+  def tryCast(value: String, dataType: org.apache.spark.sql.types.DataType, timeZone: String): Any =
+    Cast(Literal(value), dataType, Some(timeZone), org.apache.spark.sql.catalyst.expressions.EvalMode.TRY).eval()
 }
 
 /**

@@ -316,4 +316,19 @@ class V1WriteSuite extends AnyFunSuite with SparkTestSession {
     assert(max.get("dec").decimalValue.compareTo(new java.math.BigDecimal("1.25")) == 0)
     assert(min.get("d").asText == "2020-01-01" && max.get("d").asText == "2024-02-29")
   }
+
+  test("time travel by timestamp; an unparseable timestamp and a missing table get Strata's own errors") {
+    val path = tempDir().resolve("tt").toString
+    sample(3).write.format("strata").save(path)
+    Thread.sleep(20)
+    val between = new java.sql.Timestamp(System.currentTimeMillis()).toString
+    Thread.sleep(20)
+    sample(3, 10).write.format("strata").mode("append").save(path)
+    assert(spark.read.format("strata").option("timestampAsOf", between).load(path).count() == 3)
+    val bad = intercept[InvalidTableOperationException](
+      spark.read.format("strata").option("timestampAsOf", "yesterday-ish").load(path))
+    assert(bad.getMessage.contains("Option timestampAsOf has invalid value 'yesterday-ish'"))
+    val missing = tempDir().resolve("nothing").toString
+    intercept[io.strata.log.TableNotFoundException](log(missing).history())
+  }
 }
