@@ -107,3 +107,19 @@ def test_bad_input_commits_nothing(spark: SparkSession, tmp_path: Path) -> None:
             .save(str(path))
     assert DeltaTable(str(path)).version() == 0
     assert strata_rows(spark, path) == spark_rows(data(spark, 0, 10))
+
+
+def test_delta_rs_reads_through_strata_checkpoints(spark: SparkSession, tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    for k in range(13):  # versions 0..12: a checkpoint at version 10
+        data(spark, k * 10, 10).write.format("strata").mode("append").partitionBy("p").save(str(path))
+    assert (path / "_delta_log" / "00000000000000000010.checkpoint.parquet").exists()
+    assert (path / "_delta_log" / "_last_checkpoint").exists()
+    # Without the commits before the checkpoint, a reader must use the checkpoint itself.
+    for v in range(10):
+        (path / "_delta_log" / f"{v:020d}.json").unlink()
+    table = DeltaTable(str(path))
+    assert table.version() == 12
+    assert delta_rs_rows(path) == spark_rows(data(spark, 0, 130))
+    assert delta_rs_rows(path) == strata_rows(spark, path)
+    assert sorted(DeltaTable(str(path), version=11).to_pyarrow_table()["id"].to_pylist()) == list(range(120))
