@@ -45,4 +45,26 @@ object StrataTable {
   }
 
   def history(spark: SparkSession, path: String): DataFrame = history(spark, path, Int.MaxValue)
+
+  val DetailSchema: StructType = StructType(Seq(
+    StructField("format", StringType), StructField("id", StringType), StructField("name", StringType),
+    StructField("description", StringType), StructField("location", StringType),
+    StructField("createdAt", TimestampType), StructField("lastModified", TimestampType),
+    StructField("partitionColumns", ArrayType(StringType)), StructField("numFiles", LongType),
+    StructField("sizeInBytes", LongType), StructField("properties", MapType(StringType, StringType)),
+    StructField("minReaderVersion", IntegerType), StructField("minWriterVersion", IntegerType),
+    StructField("tableFeatures", ArrayType(StringType)), StructField("version", LongType)))
+
+  /** One row describing the table at `path` (the columns of Delta's DESCRIBE DETAIL, plus the version). */
+  def detail(spark: SparkSession, path: String): DataFrame = {
+    val s = log(spark, path).snapshot()
+    val m = s.metadata
+    val features = (s.protocol.readerFeatures.getOrElse(Set.empty) ++ s.protocol.writerFeatures.getOrElse(Set.empty))
+      .toSeq.sorted
+    val row = Row("delta", m.id, m.name.orNull, m.description.orNull, s.tablePath.toString,
+      m.createdTime.map(new java.sql.Timestamp(_)).orNull, new java.sql.Timestamp(s.timestamp),
+      m.partitionColumns, s.files.size.toLong, s.sizeInBytes, m.configuration, s.protocol.minReaderVersion,
+      s.protocol.minWriterVersion, features, s.version)
+    spark.createDataFrame(java.util.List.of(row), DetailSchema)
+  }
 }
