@@ -42,6 +42,8 @@ object StrataOptions {
   val PartitionOverwriteMode = "partitionOverwriteMode"
   val MergeSchema = "mergeSchema"
   val OverwriteSchema = "overwriteSchema"
+  /** Catalog (V2) writes only; resolved by [[WriteConf]]. */
+  val V2Only: Seq[String] = Seq(WriteConf.DistributionModeKey, WriteConf.MaxOpenFilesKey)
 
   val Codecs: Seq[String] = Seq("snappy", "zstd", "gzip", "lz4", "lz4_raw", "uncompressed", "none")
 
@@ -51,8 +53,20 @@ object StrataOptions {
   /** Options of delta-spark that Strata will support but does not yet: named so the error can say so. */
   private val comingSoon = Seq("dataChange", "optimizeWrite", "autoCompact")
 
+  /** Options of a path (V1) write. */
   def parseWrite(options: Map[String, String]): WriteOptions = {
-    val o = normalize(options, writeKeys)
+    V2Only.find(k => options.keys.exists(_.equalsIgnoreCase(k))).foreach { k =>
+      throw new InvalidTableOperationException(s"Option '$k' applies to catalog table writes (writeTo / INSERT), " +
+        "where Spark distributes rows for the writer; path writes do not take it.")
+    }
+    parse(options, writeKeys)
+  }
+
+  /** Options of a catalog (V2) write: the path-write options plus the distribution settings. */
+  def parseCatalogWrite(options: Map[String, String]): WriteOptions = parse(options, writeKeys ++ V2Only)
+
+  private def parse(options: Map[String, String], keys: Seq[String]): WriteOptions = {
+    val o = normalize(options, keys)
     val codec = o.get(lc(Compression)).map(_.toLowerCase(Locale.ROOT)).getOrElse("snappy")
     if (!Codecs.contains(codec)) bad(Compression, o(lc(Compression)), Codecs.mkString("one of ", ", ", ""))
     val maxRecords = o.get(lc(MaxRecordsPerFile)).map(v => positiveLong(MaxRecordsPerFile, v, allowZero = true))

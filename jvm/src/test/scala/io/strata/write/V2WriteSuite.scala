@@ -122,4 +122,29 @@ class V2WriteSuite extends AnyFunSuite with SparkTestSession {
       assert(!new java.io.File(new java.net.URI(dir).getPath).exists(), "DROP of a managed table keeps its data")
     } finally spark.sql("DROP TABLE IF EXISTS default.sess_t")
   }
+
+  test("distribution modes: option > session conf > table property; none uses the fanout writer") {
+    val t = freshTable("(id BIGINT, k INT) USING strata PARTITIONED BY (k) TBLPROPERTIES ('write.distribution-mode' = 'range')")
+    def plan(extra: String = "") = spark.sql(s"EXPLAIN INSERT INTO $t SELECT id, cast(id % 5 AS INT) FROM range(10)")
+      .head().getString(0)
+    assert(plan().contains("rangepartitioning(k"), "table property range")
+    spark.conf.set("spark.strata.write.distribution-mode", "hash")
+    try assert(plan().contains("hashpartitioning(k"), "session conf beats the table property")
+    finally spark.conf.unset("spark.strata.write.distribution-mode")
+    // Option > everything: 'none' asks for no shuffle; unclustered rows go to the fanout writer.
+    val data = spark.range(0, 3000, 1, 3).select($"id", ($"id" % 50).cast("int").as("k"))
+    data.writeTo(t).option("write.distribution-mode", "none").option("write.fanout.max-open-files", "20").append()
+    assert(rows(spark.table(t)) == rows(data))
+    val files = log(t).snapshot().files
+    assert(files.map(_.partitionValues).distinct.size == 50)
+    assert(files.size > 50, "with 20 open files per task, partitions get more than one file")
+    val bad = intercept[Exception](data.writeTo(t).option("write.distribution-mode", "random").append())
+    assert(bad.getMessage.contains("write option write.distribution-mode has invalid value 'random'"))
+    val flat = freshTable("(id BIGINT, s STRING) USING strata")
+    spark.range(100).select($"id", $"id".cast("string").as("s")).writeTo(flat).append()
+    assert(spark.table(flat).count() == 100)
+    val v1 = intercept[Exception](data.write.format("strata").option("write.distribution-mode", "none")
+      .mode("append").save(location(t)))
+    assert(v1.getMessage.contains("applies to catalog table writes"))
+  }
 }

@@ -11,68 +11,81 @@ import org.apache.spark.sql.connector.write.{DataWriter, DataWriterFactory, Writ
 import scala.collection.mutable
 import scala.util.control.NonFatal
 
+/** `maxOpenFiles` > 0 selects the fanout writer (unclustered input); 0 the clustered writer. */
 final class StrataDataWriterFactory(tableRoot: String, files: ParquetFiles, splitter: PartitionSplitter,
-                                    numIndexedCols: Int, maxRecordsPerFile: Long) extends DataWriterFactory {
+                                    numIndexedCols: Int, maxRecordsPerFile: Long, maxOpenFiles: Int)
+    extends DataWriterFactory {
   override def createWriter(partitionId: Int, taskId: Long): DataWriter[InternalRow] =
-    new StrataDataWriter(tableRoot, files, splitter, numIndexedCols, maxRecordsPerFile, partitionId, taskId)
+    new StrataDataWriter(tableRoot, files, splitter, numIndexedCols, maxRecordsPerFile, maxOpenFiles, partitionId, taskId)
 }
 
 /**
- * Writes one task's rows: the clustered writer. Rows arrive grouped by partition (the write requires that
- * ordering), so one file is open at a time; a new file starts at each partition change and every
- * `maxRecordsPerFile` rows. Commit turns the files into add actions (footer statistics); abort deletes them.
+ * Writes one task's rows into data files, rolling to a new file every `maxRecordsPerFile` rows.
+ *  - clustered (default): rows arrive grouped by partition (the write requires that ordering), so one file is open
+ *    at a time; a partition seen again after another one means the input was not clustered, which is an error.
+ *  - fanout (distribution mode `none`): one open file per partition, at most `maxOpenFiles`; when more are needed the
+ *    least recently used is closed, and its partition gets a new file if rows for it come again.
+ * Commit turns the files into add actions (footer statistics); abort deletes them.
  */
 final class StrataDataWriter(tableRoot: String, files: ParquetFiles, splitter: PartitionSplitter, numIndexedCols: Int,
-                             maxRecordsPerFile: Long, partitionId: Int, taskId: Long) extends DataWriter[InternalRow] {
+                             maxRecordsPerFile: Long, maxOpenFiles: Int, partitionId: Int, taskId: Long)
+    extends DataWriter[InternalRow] {
+  private final class OpenFile(val dir: String, val relative: String, val values: Map[String, Option[String]],
+                               val writer: ParquetFiles.FileWriter) { var rows = 0L }
+
+  private val fanout = maxOpenFiles > 0
   private val task = files.forTask(partitionId, taskId)
   private val finished = mutable.ArrayBuffer.empty[(String, Map[String, Option[String]])]
-  private val seenPartitions = mutable.HashSet.empty[InternalRow]
-  private var current: ParquetFiles.FileWriter = _
-  private var currentFile: (String, Map[String, Option[String]]) = _
-  private var currentKey: InternalRow = _
-  private var currentPartition: (String, Map[String, Option[String]]) = ("", Map.empty)
-  private var rowsInFile = 0L
+  private val closedPartitions = mutable.HashSet.empty[InternalRow]
+  // Access-ordered, so the head is the least recently written file.
+  private val open = new java.util.LinkedHashMap[InternalRow, OpenFile](16, 0.75f, true)
+  private val NoKey = InternalRow.empty
   private var fileCounter = 0
   private var rows = 0L
   private var bytes = 0L
 
   override def write(row: InternalRow): Unit = {
-    if (current == null) startPartition(row)
-    else if (splitter.isPartitioned && splitter.key(row) != currentKey) { closeCurrent(); startPartition(row) }
-    else if (maxRecordsPerFile > 0 && rowsInFile >= maxRecordsPerFile) { closeCurrent(); openFile() }
-    current.write(splitter.data(row))
-    rowsInFile += 1
+    val key = if (splitter.isPartitioned) splitter.key(row) else NoKey
+    var file = open.get(key)
+    if (file == null) file = start(key, row)
+    else if (maxRecordsPerFile > 0 && file.rows >= maxRecordsPerFile) { close(key); file = openFile(key, file.dir, file.values) }
+    file.writer.write(splitter.data(row))
+    file.rows += 1
     rows += 1
   }
 
-  private def startPartition(row: InternalRow): Unit = {
-    if (splitter.isPartitioned) {
-      currentKey = splitter.key(row)
-      if (!seenPartitions.add(currentKey)) throw new IllegalStateException("The rows of one partition arrived in " +
-        "more than one group: the clustered writer needs its input clustered by the partition columns.")
-      currentPartition = splitter.partition(row)
-    }
-    openFile()
+  private def start(key: InternalRow, row: InternalRow): OpenFile = {
+    if (!fanout) {
+      open.keySet.toArray.foreach(k => close(k.asInstanceOf[InternalRow]))
+      if (closedPartitions.contains(key)) throw new IllegalStateException("The rows of one partition arrived in " +
+        "more than one group: the clustered writer needs its input clustered by the partition columns " +
+        "(use distribution mode 'hash' or 'range', or 'none' for the fanout writer).")
+    } else if (open.size >= maxOpenFiles) close(open.keySet.iterator.next())
+    val (dir, values) = if (splitter.isPartitioned) splitter.partition(row) else ("", Map.empty[String, Option[String]])
+    openFile(key, dir, values)
   }
 
-  private def openFile(): Unit = {
-    val (dir, values) = currentPartition
+  /** Opens a new file for partition `key` in its directory `dir` ("" when unpartitioned). */
+  private def openFile(key: InternalRow, dir: String, values: Map[String, Option[String]]): OpenFile = {
     val name = DataFiles.fileName(partitionId, fileCounter, task.extension)
     fileCounter += 1
     val relative = if (dir.isEmpty) name else s"$dir/$name"
-    current = task.open(new Path(tableRoot, relative).toString)
-    currentFile = (relative, values)
-    rowsInFile = 0
+    val file = new OpenFile(dir, relative, values, task.open(new Path(tableRoot, relative).toString))
+    open.put(key, file)
+    file
   }
 
-  private def closeCurrent(): Unit = if (current != null) {
-    current.close()
-    current = null
-    finished += currentFile
+  private def close(key: InternalRow): Unit = {
+    val file = open.remove(key)
+    if (file != null) {
+      file.writer.close()
+      finished += ((file.relative, file.values))
+      closedPartitions += key
+    }
   }
 
   override def commit(): WriterCommitMessage = {
-    closeCurrent()
+    open.keySet.toArray.foreach(k => close(k.asInstanceOf[InternalRow]))
     val adds: Seq[AddFile] = finished.toSeq.flatMap { case (relative, values) =>
       DataFiles.finish(tableRoot, relative, values, files.hadoopConf, numIndexedCols)
     }
@@ -81,8 +94,11 @@ final class StrataDataWriter(tableRoot: String, files: ParquetFiles, splitter: P
   }
 
   override def abort(): Unit = {
-    try if (current != null) current.close() catch { case NonFatal(_) => }
-    if (currentFile != null && !finished.contains(currentFile)) finished += currentFile
+    open.values.forEach { f =>
+      try f.writer.close() catch { case NonFatal(_) => }
+      finished += ((f.relative, f.values))
+    }
+    open.clear()
     finished.foreach { case (relative, _) =>
       try { val p = new Path(tableRoot, relative); p.getFileSystem(files.hadoopConf).delete(p, false) }
       catch { case NonFatal(_) => }
@@ -92,7 +108,7 @@ final class StrataDataWriter(tableRoot: String, files: ParquetFiles, splitter: P
   override def close(): Unit = ()
 
   override def currentMetricsValues(): Array[CustomTaskMetric] = Array(
-    metric("strataFilesWritten", finished.size.toLong + (if (current != null) 1 else 0)),
+    metric("strataFilesWritten", finished.size.toLong + open.size),
     metric("strataRowsWritten", rows),
     metric("strataBytesWritten", bytes))
 

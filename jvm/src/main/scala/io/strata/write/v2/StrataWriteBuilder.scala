@@ -16,7 +16,7 @@ final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo) extends Wr
     with SupportsOverwriteV2 with SupportsDynamicOverwrite {
   private var mode: WriteMode = WriteMode.Append
   private val options: WriteOptions =
-    StrataOptions.parseWrite(info.options().asCaseSensitiveMap().asScala.toMap)
+    StrataOptions.parseCatalogWrite(info.options().asCaseSensitiveMap().asScala.toMap)
 
   /** Overwrite by filter replaces whole files, so the filter may refer to partition columns only. */
   override def canOverwrite(predicates: Array[Predicate]): Boolean = {

@@ -1,0 +1,51 @@
+package io.strata.config
+
+import java.util.Locale
+
+import io.strata.log.InvalidTableOperationException
+
+/** How a catalog write asks Spark to lay rows out across tasks before they reach the writers. */
+sealed abstract class DistributionMode(val name: String)
+object DistributionMode {
+  /** No shuffle: each task writes its rows as they come, with one open file per partition it sees (fanout). */
+  case object None extends DistributionMode("none")
+  /** Hash-cluster by partition columns: about one file per partition, one open file per task. */
+  case object Hash extends DistributionMode("hash")
+  /** Range-order by partition columns: like hash, with partitions in sorted ranges across tasks. */
+  case object Range extends DistributionMode("range")
+  val all: Seq[DistributionMode] = Seq(None, Hash, Range)
+}
+
+/**
+ * Settings that a write option, the Spark session and a table property can each set, resolved in one place with one
+ * rule: write option > session conf > table property > default (the precedence Iceberg's SparkConfParser uses).
+ */
+final case class WriteConf(options: Map[String, String], session: String => Option[String],
+                           tableProperties: Map[String, String]) {
+  private def lookup(optionKey: String, sessionKey: String, propertyKey: String): Option[(String, String)] =
+    options.find(_._1.equalsIgnoreCase(optionKey)).map(kv => s"write option ${kv._1}" -> kv._2)
+      .orElse(session(sessionKey).map(v => s"session conf $sessionKey" -> v))
+      .orElse(tableProperties.get(propertyKey).map(v => s"table property $propertyKey" -> v))
+
+  /** `write.distribution-mode` (option), `spark.strata.write.distribution-mode` (session), same name as property. */
+  def distributionMode(partitioned: Boolean): DistributionMode =
+    lookup(WriteConf.DistributionModeKey, "spark.strata." + WriteConf.DistributionModeKey, WriteConf.DistributionModeKey) match {
+      case Some((where, v)) => DistributionMode.all.find(_.name == v.trim.toLowerCase(Locale.ROOT)).getOrElse(
+        throw new InvalidTableOperationException(s"$where has invalid value '$v': it must be one of " +
+          DistributionMode.all.map(_.name).mkString(", ") + "."))
+      case scala.None => if (partitioned) DistributionMode.Hash else DistributionMode.None
+    }
+
+  /** Most files one fanout task keeps open at once (`write.fanout.max-open-files`, default 100). */
+  def maxOpenFiles: Int =
+    lookup(WriteConf.MaxOpenFilesKey, "spark.strata." + WriteConf.MaxOpenFilesKey, WriteConf.MaxOpenFilesKey) match {
+      case Some((where, v)) => v.trim.toIntOption.filter(_ > 0).getOrElse(throw new InvalidTableOperationException(
+        s"$where has invalid value '$v': it must be a whole number > 0."))
+      case scala.None => 100
+    }
+}
+
+object WriteConf {
+  val DistributionModeKey = "write.distribution-mode"
+  val MaxOpenFilesKey = "write.fanout.max-open-files"
+}
