@@ -18,7 +18,7 @@ import scala.jdk.CollectionConverters._
  * folders, and ``strata.`/abs/path` `` names a table by path. This is the wiring the V2 write path builds on;
  * for now it creates, lists, loads (reads, time travel) and drops tables.
  */
-class StrataCatalog extends TableCatalog with SupportsNamespaces {
+class StrataCatalog extends StagingTableCatalog with SupportsNamespaces {
   private var catalogName: String = _
   private var warehouse: Path = _
 
@@ -92,6 +92,35 @@ class StrataCatalog extends TableCatalog with SupportsNamespaces {
   }
 
   private def props(p: util.Map[String, String]): Map[String, String] = p.asScala.toMap
+
+  // ---- staged CREATE / REPLACE: definition and data in one commit -----------------------------------------------
+
+  override def stageCreate(ident: Identifier, columns: Array[Column], partitions: Array[Transform],
+                           properties: util.Map[String, String]): StagedTable = {
+    if (tableExists(ident)) throw new TableAlreadyExistsException(ident.namespace().toIndexedSeq :+ ident.name())
+    staged(ident, columns, partitions, properties, "CREATE TABLE AS SELECT")
+  }
+
+  override def stageReplace(ident: Identifier, columns: Array[Column], partitions: Array[Transform],
+                            properties: util.Map[String, String]): StagedTable = {
+    if (!tableExists(ident)) throw new NoSuchTableException(ident.namespace().toIndexedSeq :+ ident.name())
+    staged(ident, columns, partitions, properties, "REPLACE TABLE AS SELECT")
+  }
+
+  override def stageCreateOrReplace(ident: Identifier, columns: Array[Column], partitions: Array[Transform],
+                                    properties: util.Map[String, String]): StagedTable =
+    staged(ident, columns, partitions, properties, "CREATE OR REPLACE TABLE AS SELECT")
+
+  private def staged(ident: Identifier, columns: Array[Column], partitions: Array[Transform],
+                     properties: util.Map[String, String], operation: String): StagedTable = {
+    if (!isPathIdentifier(ident) && !namespaceExists(ident.namespace())) {
+      throw new NoSuchNamespaceException(ident.namespace())
+    }
+    new StagedStrataTable(logOf(ident), displayName(ident),
+      TableCreation.definition(columns, partitions, props(properties)), operation)
+  }
+
+  override def purgeTable(ident: Identifier): Boolean = dropTable(ident)
 
   override def alterTable(ident: Identifier, changes: TableChange*): Table =
     throw new UnsupportedOperationException(s"ALTER TABLE on ${displayName(ident)} is not supported yet.")

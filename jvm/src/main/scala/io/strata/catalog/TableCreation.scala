@@ -4,6 +4,7 @@ import java.util.UUID
 
 import io.strata.log.{ActionCodec, Metadata, Operation, TableLog}
 import io.strata.table.TableSchema
+import io.strata.write.TableDefinition
 import org.apache.spark.sql.connector.catalog.{Column, TableCatalog}
 import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.types.{StructField, StructType}
@@ -13,7 +14,8 @@ object TableCreation {
   private val reserved = Set(TableCatalog.PROP_PROVIDER, TableCatalog.PROP_LOCATION, TableCatalog.PROP_COMMENT,
     TableCatalog.PROP_OWNER, TableCatalog.PROP_EXTERNAL, TableCatalog.PROP_IS_MANAGED_LOCATION, "path")
 
-  def create(log: TableLog, columns: Array[Column], partitions: Array[Transform], props: Map[String, String]): Unit = {
+  /** The table a CREATE / REPLACE statement declares. */
+  def definition(columns: Array[Column], partitions: Array[Transform], props: Map[String, String]): TableDefinition = {
     val schema = StructType(columns.map { c =>
       val f = StructField(c.name(), c.dataType(), c.nullable())
       Option(c.comment()).fold(f)(f.withComment)
@@ -23,12 +25,25 @@ object TableCreation {
         s"Partition transform ${t.describe()} is not supported: Strata partitions by plain columns.")
       t.references().head.fieldNames().mkString(".")
     })
+    TableDefinition(schema, partCols,
+      props.filter { case (k, _) => !reserved(k) && !k.startsWith(TableCatalog.OPTION_PREFIX) },
+      props.get(TableCatalog.PROP_COMMENT))
+  }
+
+  def create(log: TableLog, columns: Array[Column], partitions: Array[Transform], props: Map[String, String]): Unit =
+    commitDefinition(log, definition(columns, partitions, props), "CREATE TABLE")
+
+  /** Commits a table definition without data (CREATE TABLE, or a REPLACE that wrote no rows: all files removed). */
+  def commitDefinition(log: TableLog, d: TableDefinition, operation: String): Unit = {
     val txn = log.startTransaction()
-    txn.updateMetadata(Metadata(id = UUID.randomUUID().toString, description = props.get(TableCatalog.PROP_COMMENT),
-      schemaString = schema.json, partitionColumns = partCols,
-      configuration = props.filter { case (k, _) => !reserved(k) && !k.startsWith(TableCatalog.OPTION_PREFIX) },
+    val base = txn.readSnapshot.map(_.metadata).getOrElse(Metadata(id = UUID.randomUUID().toString, schemaString = "",
       createdTime = Some(System.currentTimeMillis())))
-    txn.commit(Nil, Operation("CREATE TABLE", Map(
-      "partitionBy" -> ActionCodec.mapper.writeValueAsString(partCols.toArray))))
+    txn.updateMetadata(base.copy(description = d.description, schemaString = d.schema.json,
+      partitionColumns = d.partitionColumns, configuration = d.properties))
+    val now = System.currentTimeMillis()
+    val removes = txn.readSnapshot.map(_.files.map(_.remove(now))).getOrElse(Nil)
+    txn.readSnapshot.foreach(s => txn.readFiles(s.files))
+    txn.commit(removes, Operation(operation, Map(
+      "partitionBy" -> ActionCodec.mapper.writeValueAsString(d.partitionColumns.toArray))))
   }
 }

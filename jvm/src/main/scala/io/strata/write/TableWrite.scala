@@ -33,7 +33,8 @@ final class TableWrite private (
     /** For each table column, in table order, the data column that feeds it. */
     val feeds: Seq[ColumnFeed],
     val mode: WriteMode,
-    val options: WriteOptions) {
+    val options: WriteOptions,
+    operationName: String = "WRITE") {
 
   private var replaced: Option[(Seq[AddFile], ReadPredicate)] = None
 
@@ -87,11 +88,33 @@ final class TableWrite private (
         case WriteMode.DynamicOverwrite => Map("partitionOverwriteMode" -> "DYNAMIC")
         case _ => Map.empty[String, String]
       })
-    txn.commit(removed ++ added ++ appTxn, Operation("WRITE", params, metrics, options.userMetadata))
+    txn.commit(removed ++ added ++ appTxn, Operation(operationName, params, metrics, options.userMetadata))
   }
 }
 
+/** A table as CREATE / REPLACE TABLE declares it (catalog writes that define the table in the same commit). */
+final case class TableDefinition(schema: StructType, partitionColumns: Seq[String], properties: Map[String, String],
+                                 description: Option[String])
+
 object TableWrite {
+  /**
+   * Starts a write that also (re)defines the table: CTAS, RTAS, CREATE OR REPLACE. The table's metadata and the
+   * data land in one commit; replacing drops every current file in that same commit.
+   */
+  def define(log: TableLog, dataSchema: StructType, definition: TableDefinition, operationName: String,
+             options: WriteOptions): TableWrite = {
+    val txn = log.startTransaction()
+    txn.readSnapshot.foreach(s => ProtocolSupport.checkWritable(s.protocol, s.metadata, log.tablePath.toString))
+    val base = txn.readSnapshot.map(_.metadata).getOrElse(Metadata(id = UUID.randomUUID().toString, schemaString = "",
+      createdTime = Some(System.currentTimeMillis())))
+    txn.updateMetadata(base.copy(schemaString = definition.schema.json, partitionColumns = definition.partitionColumns,
+      configuration = definition.properties, description = definition.description))
+    val matched = TableSchema.matchColumns(definition.schema, dataSchema, log.tablePath.toString)
+    val mode = if (txn.readSnapshot.isDefined) WriteMode.Overwrite else WriteMode.Append
+    new TableWrite(log, txn, TableSchema(definition.schema, definition.partitionColumns), matched.feeds, mode,
+      options, operationName)
+  }
+
   /** Starts a write of data with schema `dataSchema` into the table at `log`. */
   def begin(log: TableLog, dataSchema: StructType, mode: WriteMode, options: WriteOptions): TableWrite = {
     val txn = log.startTransaction()

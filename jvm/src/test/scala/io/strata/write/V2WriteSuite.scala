@@ -147,4 +147,28 @@ class V2WriteSuite extends AnyFunSuite with SparkTestSession {
       .mode("append").save(location(t)))
     assert(v1.getMessage.contains("applies to catalog table writes"))
   }
+
+  test("CTAS, RTAS and CREATE OR REPLACE each commit definition and data as one version; a failed CTAS leaves nothing") {
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS strata.v2")
+    spark.sql("CREATE TABLE strata.v2.ctas USING strata PARTITIONED BY (p) TBLPROPERTIES ('owner.team' = 'x') " +
+      "AS SELECT id, cast(id % 3 AS STRING) AS p FROM range(30)")
+    val l = log("strata.v2.ctas")
+    assert(l.snapshot().version == 0 && l.snapshot().files.nonEmpty && l.snapshot().partitionColumns == Seq("p"))
+    assert(l.snapshot().metadata.configuration.get("owner.team").contains("x"))
+    assert(l.history().head.commitInfo.get.operation.contains("CREATE TABLE AS SELECT"))
+    spark.sql("REPLACE TABLE strata.v2.ctas USING strata AS SELECT id * 2 AS id2 FROM range(5)")
+    assert(l.snapshot().version == 1 && spark.table("strata.v2.ctas").columns.toSeq == Seq("id2"))
+    assert(spark.table("strata.v2.ctas").count() == 5)
+    assert(spark.sql("SELECT * FROM strata.v2.ctas VERSION AS OF 0").count() == 30)
+    spark.range(7).writeTo("strata.v2.ctas").createOrReplace()
+    assert(l.snapshot().version == 2 && spark.table("strata.v2.ctas").count() == 7)
+    spark.range(4).select($"id", ($"id" % 2).as("k")).writeTo("strata.v2.created").partitionedBy($"k").create()
+    assert(log("strata.v2.created").snapshot().version == 0)
+    intercept[Exception](spark.range(4).writeTo("strata.v2.created").create())
+    val boom = udf((id: Long) => { if (id == 3) throw new IllegalStateException("boom"); id })
+    intercept[Exception](spark.range(10).select(boom($"id").as("id")).writeTo("strata.v2.failed").create())
+    assert(!spark.catalog.tableExists("strata.v2.failed"))
+    spark.sql("CREATE OR REPLACE TABLE strata.v2.empty (a INT) USING strata")
+    assert(spark.table("strata.v2.empty").count() == 0)
+  }
 }

@@ -19,9 +19,12 @@ import scala.jdk.CollectionConverters._
  * orders instead of hashing; `none` asks for nothing and the tasks fan out into one open file per partition.
  * All task files are committed in one log commit.
  */
-final class StrataWrite(log: TableLog, info: LogicalWriteInfo, mode: WriteMode, options: WriteOptions)
+final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: TableWrite, onCommit: () => Unit)
     extends Write with RequiresDistributionAndOrdering {
-  private val tableWrite = TableWrite.begin(log, info.schema(), mode, options)
+  def this(log: TableLog, info: LogicalWriteInfo, mode: WriteMode, options: WriteOptions) =
+    this(log, info, TableWrite.begin(log, info.schema(), mode, options), () => ())
+  private val mode = tableWrite.mode
+  private val options = tableWrite.options
   private val partitionColumns = tableWrite.schema.partitionColumns
   mode match {
     case WriteMode.ReplaceWhere(p) => ReplaceWhereFiles.choose(tableWrite, p)
@@ -57,11 +60,12 @@ final class StrataWrite(log: TableLog, info: LogicalWriteInfo, mode: WriteMode, 
     Array(new FilesWrittenMetric, new RowsWrittenMetric, new BytesWrittenMetric)
 
   override def toBatch: BatchWrite =
-    new StrataBatchWrite(log, tableWrite, options, fanout = distributionMode == DistributionMode.None, maxOpenFiles)
+    new StrataBatchWrite(log, tableWrite, options, fanout = distributionMode == DistributionMode.None, maxOpenFiles,
+      onCommit)
 }
 
 final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: WriteOptions, fanout: Boolean,
-                             maxOpenFiles: Int) extends BatchWrite {
+                             maxOpenFiles: Int, onCommit: () => Unit) extends BatchWrite {
   override def createBatchWriterFactory(info: PhysicalWriteInfo): DataWriterFactory = {
     val spark = SparkSession.active
     val schema = tableWrite.schema
@@ -73,7 +77,7 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
 
   override def commit(messages: Array[WriterCommitMessage]): Unit = {
     val files = addedFiles(messages)
-    try tableWrite.commit(files) catch {
+    try { tableWrite.commit(files); onCommit() } catch {
       case e: StrataException => // certainly not committed: the files will never be referenced
         DirectCommitProtocol.deleteFiles(log.tablePath.toString, files, log.conf)
         throw e
