@@ -122,8 +122,11 @@ class StrataCatalog extends StagingTableCatalog with SupportsNamespaces {
 
   override def purgeTable(ident: Identifier): Boolean = dropTable(ident)
 
-  override def alterTable(ident: Identifier, changes: TableChange*): Table =
-    throw new UnsupportedOperationException(s"ALTER TABLE on ${displayName(ident)} is not supported yet.")
+  override def alterTable(ident: Identifier, changes: TableChange*): Table = {
+    if (!tableExists(ident)) throw new NoSuchTableException(ident.namespace().toIndexedSeq :+ ident.name())
+    TableAlteration(logOf(ident), changes)
+    loadTable(ident)
+  }
 
   override def dropTable(ident: Identifier): Boolean = {
     if (isPathIdentifier(ident) || !tableExists(ident)) false

@@ -6,7 +6,7 @@ import io.strata.log.TableLog
 import io.strata.shim.SparkInternals
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.connector.catalog.{Column, DelegatingCatalogExtension, Identifier, Table, TableCatalog}
+import org.apache.spark.sql.connector.catalog.{Column, DelegatingCatalogExtension, Identifier, Table, TableCatalog, TableChange}
 import org.apache.spark.sql.connector.expressions.Transform
 
 import scala.jdk.CollectionConverters._
@@ -49,6 +49,16 @@ class StrataSessionCatalog extends DelegatingCatalogExtension {
     if (explicit.isEmpty) withLocation.put(ManagedKey, "true")
     super.createTable(ident, columns, partitions, withLocation)
     loadTable(ident)
+  }
+
+  /** ALTER TABLE of a Strata table commits to its log (the source of truth), then updates the catalog entry. */
+  override def alterTable(ident: Identifier, changes: TableChange*): Table = {
+    val table = super.loadTable(ident)
+    if (isStrata(table.properties()) && table.properties().containsKey(TableCatalog.PROP_LOCATION)) {
+      TableAlteration(TableLog.forPath(new Path(table.properties().get(TableCatalog.PROP_LOCATION)), hadoopConf), changes)
+      super.alterTable(ident, changes: _*)
+      loadTable(ident)
+    } else super.alterTable(ident, changes: _*)
   }
 
   /** DROP TABLE of a managed Strata table deletes its data too, as for any managed table. */

@@ -171,4 +171,24 @@ class V2WriteSuite extends AnyFunSuite with SparkTestSession {
     spark.sql("CREATE OR REPLACE TABLE strata.v2.empty (a INT) USING strata")
     assert(spark.table("strata.v2.empty").count() == 0)
   }
+
+  test("ALTER TABLE ADD COLUMNS, SET/UNSET TBLPROPERTIES, RENAME, DESCRIBE and SHOW TABLES") {
+    val t = freshTable()
+    spark.sql(s"INSERT INTO $t VALUES (1, 'a')")
+    spark.sql(s"ALTER TABLE $t ADD COLUMNS (note STRING COMMENT 'free text')")
+    spark.sql(s"ALTER TABLE $t SET TBLPROPERTIES ('team' = 'core', 'delta.checkpointInterval' = '5')")
+    spark.sql(s"ALTER TABLE $t UNSET TBLPROPERTIES ('team')")
+    spark.sql(s"INSERT INTO $t VALUES (2, 'b', 'hello')")
+    assert(rows(spark.table(t)) == Seq(Row(1L, "a", null), Row(2L, "b", "hello")).sortBy(_.toString))
+    val meta = log(t).snapshot().metadata
+    assert(meta.configuration == Map("delta.checkpointInterval" -> "5"))
+    assert(spark.sql(s"DESCRIBE TABLE $t").where($"col_name" === "note").head().getString(2) == "free text")
+    val e = intercept[Exception](spark.sql(s"ALTER TABLE $t ADD COLUMNS (bad INT NOT NULL)"))
+    assert(e.getMessage.contains("Cannot add NOT NULL column 'bad'"))
+    spark.sql(s"ALTER TABLE $t RENAME TO v2.renamed_$n") // V2 catalogs take the new name without the catalog
+    assert(spark.sql("SHOW TABLES IN strata.v2").where($"tableName" === s"renamed_$n").count() == 1)
+    assert(spark.table(s"strata.v2.renamed_$n").count() == 2)
+    spark.sql(s"DROP TABLE strata.v2.renamed_$n PURGE")
+    assert(!spark.catalog.tableExists(s"strata.v2.renamed_$n"))
+  }
 }
