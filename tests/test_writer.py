@@ -257,7 +257,7 @@ def test_to_df_by_version_and_timestamp(spark: SparkSession, table_path: Path) -
     ({"version": -1}, r"version must be a whole number >= 0; got -1"),
     ({"version": True}, r"version must be a whole number >= 0"),
     ({"timestamp": ""}, r"timestamp must be a datetime, a date or a non-empty string"),
-    ({"timestamp": "last tuesday"}, r"timestamp 'last tuesday' is not a timestamp Spark can read"),
+    ({"timestamp": "last tuesday"}, r"Option timestampAsOf has invalid value 'last tuesday'"),
 ])
 def test_to_df_bad_parameters(spark: SparkSession, table_path: Path, kwargs: dict[str, Any], message: str) -> None:
     strata.write(sales(spark, [(1, "FR")]), table_path)
