@@ -31,6 +31,10 @@ class StrataCatalog extends StagingTableCatalog with SupportsNamespaces {
 
   override def name(): String = catalogName
 
+  // CHECK constraints in CREATE / REPLACE / ALTER TABLE; Strata stores and enforces them itself.
+  override def capabilities(): util.Set[TableCatalogCapability] =
+    util.EnumSet.of(TableCatalogCapability.SUPPORT_TABLE_CONSTRAINT)
+
   private def spark = SparkSession.active
   private def hadoopConf = SparkInternals.hadoopConf(spark, Map.empty)
   private def fs = warehouse.getFileSystem(hadoopConf)
@@ -92,6 +96,15 @@ class StrataCatalog extends StagingTableCatalog with SupportsNamespaces {
   }
 
   private def props(p: util.Map[String, String]): Map[String, String] = p.asScala.toMap
+
+  override def createTable(ident: Identifier, info: TableInfo): Table =
+    createTable(ident, info.columns(), info.partitions(), TableCreation.propertiesOf(info, displayName(ident)))
+  override def stageCreate(ident: Identifier, info: TableInfo): StagedTable =
+    stageCreate(ident, info.columns(), info.partitions(), TableCreation.propertiesOf(info, displayName(ident)))
+  override def stageReplace(ident: Identifier, info: TableInfo): StagedTable =
+    stageReplace(ident, info.columns(), info.partitions(), TableCreation.propertiesOf(info, displayName(ident)))
+  override def stageCreateOrReplace(ident: Identifier, info: TableInfo): StagedTable =
+    stageCreateOrReplace(ident, info.columns(), info.partitions(), TableCreation.propertiesOf(info, displayName(ident)))
 
   // ---- staged CREATE / REPLACE: definition and data in one commit -----------------------------------------------
 

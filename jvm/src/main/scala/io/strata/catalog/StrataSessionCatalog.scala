@@ -6,7 +6,7 @@ import io.strata.log.TableLog
 import io.strata.shim.SparkInternals
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.connector.catalog.{Column, DelegatingCatalogExtension, Identifier, Table, TableCatalog, TableChange}
+import org.apache.spark.sql.connector.catalog.{Column, DelegatingCatalogExtension, Identifier, Table, TableCatalog, TableCatalogCapability, TableChange, TableInfo}
 import org.apache.spark.sql.connector.expressions.Transform
 
 import scala.jdk.CollectionConverters._
@@ -32,6 +32,18 @@ class StrataSessionCatalog extends DelegatingCatalogExtension {
     } else table
   }
 
+  // CHECK constraints in DDL: Strata tables store and enforce them; other tables get what the built-in catalog does.
+  override def capabilities(): util.Set[TableCatalogCapability] = {
+    val caps = util.EnumSet.noneOf(classOf[TableCatalogCapability])
+    caps.addAll(super.capabilities())
+    caps.add(TableCatalogCapability.SUPPORT_TABLE_CONSTRAINT)
+    caps
+  }
+
+  override def createTable(ident: Identifier, info: TableInfo): Table =
+    if (!isStrata(info.properties())) super.createTable(ident, info)
+    else createTable(ident, info.columns(), info.partitions(), TableCreation.propertiesOf(info, ident.toString))
+
   /** `CREATE TABLE ... USING strata`: the log's version 0 at the table location, then the catalog entry. */
   override def createTable(ident: Identifier, columns: Array[Column], partitions: Array[Transform],
                            properties: util.Map[String, String]): Table = {
@@ -56,7 +68,12 @@ class StrataSessionCatalog extends DelegatingCatalogExtension {
     val table = super.loadTable(ident)
     if (isStrata(table.properties()) && table.properties().containsKey(TableCatalog.PROP_LOCATION)) {
       TableAlteration(TableLog.forPath(new Path(table.properties().get(TableCatalog.PROP_LOCATION)), hadoopConf), changes)
-      super.alterTable(ident, changes: _*)
+      // Constraints live in the log only; the catalog entry keeps columns, properties and comments in step.
+      val forCatalog = changes.filter {
+        case _: TableChange.AddConstraint | _: TableChange.DropConstraint => false
+        case _ => true
+      }
+      if (forCatalog.nonEmpty) super.alterTable(ident, forCatalog: _*)
       loadTable(ident)
     } else super.alterTable(ident, changes: _*)
   }

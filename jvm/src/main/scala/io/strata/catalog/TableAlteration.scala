@@ -1,20 +1,40 @@
 package io.strata.catalog
 
-import io.strata.log.{InvalidTableOperationException, Operation, TableLog, TableNotFoundException}
+import io.strata.log.{CheckConstraint, CheckConstraints, InvalidTableOperationException, Operation, Snapshot, TableLog, TableNotFoundException}
+import io.strata.read.SnapshotReader
+import io.strata.shim.RowChecks
 import io.strata.table.TableSchema
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.TableChange
+import org.apache.spark.sql.connector.catalog.constraints.Check
+import org.apache.spark.sql.functions.{coalesce, expr, lit, not}
 import org.apache.spark.sql.types.{StructField, StructType}
 
-/** ALTER TABLE for both catalogs: every change of one statement becomes one metadata commit. */
+/**
+ * ALTER TABLE for both catalogs: every change of one statement becomes one metadata commit. A CHECK constraint
+ * (ADD CONSTRAINT, or a `delta.constraints.*` property) is added only if every row already in the table satisfies
+ * it; the commit then reads the whole table, so a concurrent write makes it fail rather than slip a row past it.
+ */
 object TableAlteration {
   def apply(log: TableLog, changes: Seq[TableChange]): Unit = {
     val txn = log.startTransaction()
     val snapshot = txn.readSnapshot.getOrElse(throw new TableNotFoundException(log.tablePath.toString))
+    val table = log.tablePath.toString
     var meta = snapshot.metadata
     var schema = TableSchema.of(meta).schema
+    var conf = meta.configuration
     changes.foreach {
-      case c: TableChange.SetProperty => meta = meta.copy(configuration = meta.configuration + (c.property -> c.value))
-      case c: TableChange.RemoveProperty => meta = meta.copy(configuration = meta.configuration - c.property)
+      case c: TableChange.SetProperty if CheckConstraints.isConstraintProperty(c.property) =>
+        conf = CheckConstraints.add(CheckConstraints.drop(conf, c.property.substring(CheckConstraints.Prefix.length),
+          ifExists = true, table), c.property.substring(CheckConstraints.Prefix.length), c.value, table)
+      case c: TableChange.SetProperty => conf = conf + (c.property -> c.value)
+      case c: TableChange.RemoveProperty => conf = conf - c.property
+      case c: TableChange.AddConstraint => c.constraint() match {
+        case check: Check => conf = CheckConstraints.add(conf, check.name(), check.predicateSql(), table)
+        case other => throw new InvalidTableOperationException(s"Constraint ${other.name()} is not supported: " +
+          s"Strata tables take CHECK constraints only (got ${other.toDDL}).")
+      }
+      case c: TableChange.DropConstraint => conf = CheckConstraints.drop(conf, c.name(), c.ifExists(), table)
       case c: TableChange.AddColumn =>
         val name = topLevel(c.fieldNames, "ADD COLUMN")
         if (schema.fieldNames.exists(_.equalsIgnoreCase(name))) throw new InvalidTableOperationException(
@@ -37,8 +57,28 @@ object TableAlteration {
       case other => throw new InvalidTableOperationException(
         s"ALTER TABLE change ${other.getClass.getSimpleName} is not supported by Strata yet; nothing was changed.")
     }
+    val added = CheckConstraints.of(conf).filterNot(CheckConstraints.of(meta.configuration).contains)
+    if (added.nonEmpty) {
+      validate(snapshot, schema, added)
+      txn.readFiles(snapshot.files)
+    }
+    meta = meta.copy(configuration = conf)
     txn.updateMetadata(meta.copy(schemaString = schema.json))
     txn.commit(Nil, Operation("ALTER TABLE", Map("changes" -> changes.map(_.getClass.getSimpleName).mkString(","))))
+  }
+
+  /** Fails naming the constraint when it does not apply to the schema or a row of the table breaks it. */
+  private def validate(snapshot: Snapshot, schema: StructType, constraints: Seq[CheckConstraint]): Unit = {
+    val spark = SparkSession.active
+    RowChecks.compile(spark, schema, constraints) // resolves columns and functions, and checks it is a condition
+    if (snapshot.files.nonEmpty) {
+      val rows = spark.baseRelationToDataFrame(SnapshotReader.relation(spark, snapshot))
+      constraints.foreach { c =>
+        val violating = rows.where(not(coalesce(expr(c.predicate), lit(false)))).count()
+        if (violating > 0) throw new InvalidTableOperationException(s"Cannot add $c to ${snapshot.tablePath}: " +
+          s"$violating row(s) already in the table do not satisfy it (a NULL result counts as not satisfied).")
+      }
+    }
   }
 
   private def topLevel(names: Array[String], what: String): String =

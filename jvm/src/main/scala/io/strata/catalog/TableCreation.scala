@@ -2,17 +2,34 @@ package io.strata.catalog
 
 import java.util.UUID
 
-import io.strata.log.{ActionCodec, Metadata, Operation, TableLog}
+import io.strata.log.{ActionCodec, CheckConstraints, InvalidTableOperationException, Metadata, Operation, TableLog}
 import io.strata.table.TableSchema
 import io.strata.write.TableDefinition
-import org.apache.spark.sql.connector.catalog.{Column, TableCatalog}
+import org.apache.spark.sql.connector.catalog.{Column, TableCatalog, TableInfo}
+import org.apache.spark.sql.connector.catalog.constraints.Check
 import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.types.{StructField, StructType}
+
+import scala.jdk.CollectionConverters._
 
 /** CREATE TABLE for both catalogs: version 0 of the log, holding schema, partitioning, comment and properties. */
 object TableCreation {
   private val reserved = Set(TableCatalog.PROP_PROVIDER, TableCatalog.PROP_LOCATION, TableCatalog.PROP_COMMENT,
     TableCatalog.PROP_OWNER, TableCatalog.PROP_EXTERNAL, TableCatalog.PROP_IS_MANAGED_LOCATION, "path")
+
+  /**
+   * The properties of a CREATE / REPLACE statement with its CHECK constraints folded in as `delta.constraints.<name>`
+   * (where the Delta protocol keeps them). Other kinds of constraint (primary, foreign, unique keys) are refused.
+   */
+  def propertiesOf(info: TableInfo, table: String): java.util.Map[String, String] = {
+    var props = info.properties().asScala.toMap
+    Option(info.constraints()).getOrElse(Array.empty).foreach {
+      case c: Check => props = CheckConstraints.add(props, c.name(), c.predicateSql(), table)
+      case other => throw new InvalidTableOperationException(s"Constraint ${other.name()} of $table is not " +
+        s"supported: Strata tables take CHECK constraints only (got ${other.toDDL}).")
+    }
+    props.asJava
+  }
 
   /** The table a CREATE / REPLACE statement declares. */
   def definition(columns: Array[Column], partitions: Array[Transform], props: Map[String, String]): TableDefinition = {

@@ -49,3 +49,6 @@ final class ConcurrentTransactionException(v: Long, op: String, detail: String)
 final class CommitRetriesExhaustedException(attempts: Int, lastVersion: Long)
   extends StrataException(s"Gave up committing after $attempts attempts: other writers kept committing first " +
     s"(last seen version $lastVersion). Raise strata.commit.maxRetries or reduce write contention.")
+
+/** A written row breaks a CHECK constraint of the table (raised inside a task; nothing is committed). */
+final class ConstraintViolationException(message: String) extends StrataException(message)

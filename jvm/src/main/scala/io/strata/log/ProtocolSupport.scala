@@ -8,10 +8,15 @@ object ProtocolSupport {
   /** Reader features whose data Strata reads correctly. */
   val ReadableFeatures: Set[String] = Set("timestampNtz", "vacuumProtocolCheck")
   /** Writer features whose rules Strata follows on every write. */
-  val WritableFeatures: Set[String] = Set("appendOnly", "invariants", "timestampNtz", "vacuumProtocolCheck")
+  val WritableFeatures: Set[String] =
+    Set("appendOnly", "invariants", "checkConstraints", "timestampNtz", "vacuumProtocolCheck")
+
+  /** The writer features a legacy writer version implies (PROTOCOL.md, "Table Features"). */
+  private def legacyWriterFeatures(writerVersion: Int): Set[String] =
+    (if (writerVersion >= 2) Set("appendOnly", "invariants") else Set.empty[String]) ++
+      (if (writerVersion >= 3) Set("checkConstraints") else Set.empty[String])
 
   private val legacyWriterNeeds = Map(
-    3 -> "CHECK constraints (writer version 3)",
     4 -> "change data feed or generated columns (writer version 4)",
     5 -> "column mapping (writer version 5)",
     6 -> "identity columns (writer version 6)")
@@ -19,9 +24,10 @@ object ProtocolSupport {
   /** The protocol a new table with these properties and schema needs: reader 1 / writer 2 unless a feature asks more. */
   def minimumFor(metadata: Metadata): Protocol = {
     unsupportedConfiguration(metadata).foreach(msg => throw new UnsupportedProtocolException(msg))
+    val legacyWriter = if (CheckConstraints.of(metadata).nonEmpty) 3 else 2
     if (usesTimestampNtz(metadata)) {
-      Protocol(3, 7, Some(Set("timestampNtz")), Some(Set("appendOnly", "invariants", "timestampNtz")))
-    } else Protocol(1, 2)
+      Protocol(3, 7, Some(Set("timestampNtz")), Some(legacyWriterFeatures(legacyWriter) + "timestampNtz"))
+    } else Protocol(1, legacyWriter)
   }
 
   /** The protocol after a metadata change on an existing table (upgrades only, never downgrades). */
@@ -30,12 +36,15 @@ object ProtocolSupport {
     if (needed.minReaderVersion <= current.minReaderVersion && needed.minWriterVersion <= current.minWriterVersion &&
       needed.readerFeatures.getOrElse(Set.empty).subsetOf(current.readerFeatures.getOrElse(Set.empty)) &&
       needed.writerFeatures.getOrElse(Set.empty).subsetOf(current.writerFeatures.getOrElse(Set.empty))) current
-    else if (needed.supportsWriterFeatures) {
-      val legacyWriter = if (current.supportsWriterFeatures) Set.empty[String] else Set("appendOnly", "invariants")
+    else if (needed.supportsWriterFeatures || current.supportsWriterFeatures) {
+      // Table features on either side: express both as features (a legacy version as the features it implies).
+      def writerFeatures(p: Protocol) =
+        if (p.supportsWriterFeatures) p.writerFeatures.getOrElse(Set.empty) else legacyWriterFeatures(p.minWriterVersion)
       Protocol(3, 7,
         Some(current.readerFeatures.getOrElse(Set.empty) ++ needed.readerFeatures.getOrElse(Set.empty)),
-        Some(current.writerFeatures.getOrElse(Set.empty) ++ legacyWriter ++ needed.writerFeatures.getOrElse(Set.empty)))
-    } else current
+        Some(writerFeatures(current) ++ writerFeatures(needed)))
+    } else Protocol(math.max(current.minReaderVersion, needed.minReaderVersion),
+      math.max(current.minWriterVersion, needed.minWriterVersion))
   }
 
   def checkReadable(p: Protocol, table: String): Unit = {
@@ -56,7 +65,7 @@ object ProtocolSupport {
   def checkWritable(p: Protocol, metadata: Metadata, table: String): Unit = {
     checkReadable(p, table)
     p.minWriterVersion match {
-      case 1 | 2 =>
+      case 1 | 2 | 3 =>
       case v if legacyWriterNeeds.contains(v) => throw new UnsupportedProtocolException(
         s"Table $table needs writer version $v for ${legacyWriterNeeds(v)}, which Strata cannot write yet.")
       case 7 =>
@@ -65,7 +74,7 @@ object ProtocolSupport {
           s"Table $table needs writer feature(s) ${missing.toSeq.sorted.mkString(", ")}, which Strata cannot write " +
             s"yet (supported: ${WritableFeatures.toSeq.sorted.mkString(", ")}).")
       case v => throw new UnsupportedProtocolException(
-        s"Table $table needs writer version $v; Strata writes versions 1, 2 and 7 only.")
+        s"Table $table needs writer version $v; Strata writes versions 1, 2, 3 and 7 only.")
     }
     unsupportedConfiguration(metadata).foreach(msg => throw new UnsupportedProtocolException(s"Table $table: $msg"))
   }
@@ -74,8 +83,7 @@ object ProtocolSupport {
   private def unsupportedConfiguration(m: Metadata): Option[String] = {
     val conf = m.configuration
     def enabled(k: String) = conf.get(k).exists(_.equalsIgnoreCase("true"))
-    if (conf.keys.exists(_.startsWith("delta.constraints."))) Some("CHECK constraints are not supported yet")
-    else if (enabled("delta.enableChangeDataFeed")) Some("delta.enableChangeDataFeed is not supported yet")
+    if (enabled("delta.enableChangeDataFeed")) Some("delta.enableChangeDataFeed is not supported yet")
     else if (enabled("delta.enableDeletionVectors")) Some("delta.enableDeletionVectors is not supported yet")
     else if (conf.get("delta.columnMapping.mode").exists(_ != "none")) Some("column mapping is not supported yet")
     else if (m.schemaString.contains("\"delta.invariants\"")) Some("column invariants are not supported yet")

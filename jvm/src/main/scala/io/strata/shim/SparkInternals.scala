@@ -57,7 +57,9 @@ object SparkInternals {
 
   /** The column names a SQL predicate refers to (parsed, not resolved). */
   def referencedColumns(predicate: String): Seq[String] =
-    parsePredicate(predicate).references.toSeq.map(_.name)
+    parsePredicate(predicate).collect {
+      case a: org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute => a.nameParts.mkString(".")
+    }.distinct
 
   private def parsePredicate(predicate: String): Expression =
     try activeSession.sessionState.sqlParser.parseExpression(predicate) catch {
@@ -173,7 +175,9 @@ final class StrataOutputWriter(parquet: OutputWriter, faults: WriteFaults) exten
 
 /**
  * Test-only fault injection, off unless the Hadoop conf sets `strata.test.failAfterRows` (fail a task's first
- * attempt after writing that many rows to a file). Failure tests use it to break real writes at a chosen point.
+ * attempt after writing that many rows to a file) or `strata.test.sleepAfterCommitMs` (a task whose commit was
+ * authorized waits that long before reporting it: a straggler). Failure tests use it to break real writes at a
+ * chosen point.
  */
 final class WriteFaults(failAfterRows: Long) extends Serializable {
   def afterRow(n: Long): Unit =
@@ -184,6 +188,22 @@ final class WriteFaults(failAfterRows: Long) extends Serializable {
 
 object WriteFaults {
   val FailAfterRowsKey = "strata.test.failAfterRows"
+  val SleepAfterCommitKey = "strata.test.sleepAfterCommitMs"
+
+  /**
+   * Called by a task right after its commit was authorized. The wait ignores interrupts: a real straggler is past
+   * the point where Spark's kill could stop it (it only has to send its result).
+   */
+  def afterCommitAuthorized(conf: org.apache.hadoop.conf.Configuration): Unit = {
+    val deadline = System.currentTimeMillis() + conf.getLong(SleepAfterCommitKey, 0L)
+    var interrupted = false
+    while (System.currentTimeMillis() < deadline) {
+      try Thread.sleep(math.max(1L, deadline - System.currentTimeMillis()))
+      catch { case _: InterruptedException => interrupted = true }
+    }
+    if (interrupted) Thread.currentThread().interrupt()
+  }
+
   def forTask(context: org.apache.hadoop.mapreduce.TaskAttemptContext): WriteFaults = {
     val n = context.getConfiguration.getLong(FailAfterRowsKey, 0L)
     // Hadoop's attempt id here is Spark's task id; the retry number comes from the TaskContext.

@@ -1,18 +1,12 @@
 package io.strata.write
 
-import java.util.UUID
-
 import io.strata.log.AddFile
 import io.strata.table.PartitionPaths
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-/** What both write paths do with a finished data file: name it, and turn it into an add action. */
+/** What both write paths do with a finished data file (named by [[JobFiles]]): turn it into an add action. */
 object DataFiles {
-  /** `part-NNNNN-<uuid>-cNNN<ext>`: a fresh UUID per file, so no two task attempts ever produce the same name. */
-  def fileName(taskId: Int, fileCounter: Int, extension: String): String =
-    f"part-$taskId%05d-${UUID.randomUUID()}-c$fileCounter%03d$extension"
-
   /**
    * The add action of a finished file at `relative` (unencoded, under `tableRoot`), with statistics from its Parquet
    * footer. A file without rows (Spark writes one for empty input) is deleted and gives None.

@@ -90,6 +90,21 @@ class V1WriteSuite extends AnyFunSuite with SparkTestSession {
     assert(filesUnder(Paths.get(path)) == before, "files of the failed job were not cleaned up")
   }
 
+  test("a task that commits after its job already failed (a straggler) leaves no file behind") {
+    val path = tempDir().resolve("straggler").toString
+    sample(4).write.format("strata").save(path)
+    val before = filesUnder(Paths.get(path))
+    // Task 0 finishes at once, is authorized to commit and reports 3 s later; task 1 fails after 0.5 s, so Spark
+    // fails the job before it hears of task 0, and drops task 0's late report.
+    val slowFail = udf((id: Long) => { if (id == 19) { Thread.sleep(500); throw new IllegalStateException("late") }; id })
+    spark.conf.set("strata.test.sleepAfterCommitMs", "3000")
+    try intercept[SparkException](spark.range(0, 20, 1, 2).select(slowFail($"id").as("id"),
+        ($"id" % 3).cast("string").as("p"), ($"id" * 1.5).as("v")).write.format("strata").mode("append").save(path))
+    finally spark.conf.unset("strata.test.sleepAfterCommitMs")
+    assert(log(path).snapshot().version == 0)
+    assert(filesUnder(Paths.get(path)) == before, "the straggler's file was left behind")
+  }
+
   test("schema mismatches fail clearly and write nothing") {
     val path = tempDir().resolve("schema").toString
     sample(3).write.format("strata").save(path)

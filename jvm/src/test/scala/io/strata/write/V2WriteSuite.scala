@@ -90,6 +90,19 @@ class V2WriteSuite extends AnyFunSuite with SparkTestSession {
     } finally pool.shutdown()
   }
 
+  test("a V2 task that commits after its job already failed (a straggler) leaves no file behind") {
+    val t = freshTable("(id BIGINT) USING strata")
+    spark.sql(s"INSERT INTO $t VALUES (1)")
+    val dir = java.nio.file.Paths.get(new java.net.URI(location(t)).getPath)
+    val before = filesUnder(dir)
+    val slowFail = udf((id: Long) => { if (id == 19) { Thread.sleep(500); throw new IllegalStateException("late") }; id })
+    spark.conf.set("strata.test.sleepAfterCommitMs", "3000")
+    try intercept[Exception](spark.range(0, 20, 1, 2).select(slowFail($"id").as("id")).writeTo(t).append())
+    finally spark.conf.unset("strata.test.sleepAfterCommitMs")
+    assert(log(t).snapshot().version == 1)
+    assert(filesUnder(dir) == before, "the straggler's file was left behind")
+  }
+
   test("two concurrent INSERT INTO statements both commit") {
     val t = freshTable()
     val pool = Executors.newFixedThreadPool(2)

@@ -1,10 +1,8 @@
 package io.strata.write.v1
 
-import java.util.UUID
-
 import io.strata.log.AddFile
 import io.strata.table.{PartitionPaths, PartitionValues}
-import io.strata.write.DataFiles
+import io.strata.write.{DataFiles, JobFiles}
 import org.apache.hadoop.fs.Path
 import org.apache.hadoop.mapreduce.{JobContext, TaskAttemptContext}
 import org.apache.spark.internal.io.{FileCommitProtocol, FileNameSpec}
@@ -18,11 +16,11 @@ import scala.util.control.NonFatal
  * The commit protocol of Strata's V1 write path (the role of Delta's DelayedCommitProtocol). Data files go straight
  * to their final place, with names no other attempt can produce; nothing is visible until the driver commits their
  * add actions to the log. A task's commit returns its files with partition values, size and statistics read from
- * the Parquet footer; an aborted task or job deletes what it wrote.
+ * the Parquet footer; an aborted task or job deletes what it wrote, including files of tasks that committed after
+ * the job had already failed (see [[JobFiles]]).
  */
 final class DirectCommitProtocol(
-    jobId: String,
-    tableRoot: String,
+    files: JobFiles,
     partitionSchema: StructType,
     timeZone: String,
     numIndexedCols: Int) extends FileCommitProtocol with Serializable {
@@ -44,8 +42,10 @@ final class DirectCommitProtocol(
     val split = taskContext.getTaskAttemptID.getTaskID.getId
     // A fresh UUID per file: a retried or speculative attempt can never overwrite another attempt's file.
     // Spark's suffix is ".cNNN.<codec>.parquet"; Delta and Spark's own tables spell the counter "-cNNN".
-    val suffix = if (spec.suffix.matches("""^\.c\d{3}\..*""")) "-" + spec.suffix.substring(1) else spec.suffix
-    val name = f"${spec.prefix}part-$split%05d-${UUID.randomUUID()}$suffix"
+    val name = spec.suffix match {
+      case DirectCommitProtocol.CountedSuffix(counter, ext) => spec.prefix + files.fileName(split, counter.toInt, ext)
+      case other => throw new IllegalStateException(s"Unexpected file name suffix '$other' from Spark's writer.")
+    }
     val relative = dir.fold(name)(d => s"$d/$name")
     taskFiles += relative
     new Path(tableRoot, relative).toString
@@ -62,11 +62,13 @@ final class DirectCommitProtocol(
     newTaskTempFileAbsPath(taskContext, absoluteDir, FileNameSpec("", ext))
 
   override def commitTask(taskContext: TaskAttemptContext): TaskCommitMessage = {
-    io.strata.shim.SparkInternals.authorizeTaskCommit(taskContext)
     val conf = taskContext.getConfiguration
     val adds = taskFiles.toSeq.flatMap { relative =>
       DataFiles.finish(tableRoot, relative, partitionValues(relative), conf, numIndexedCols)
     }
+    // Last, so that the time between the authorization and the driver hearing of this task stays as short as it can.
+    io.strata.shim.SparkInternals.authorizeTaskCommit(taskContext)
+    io.strata.shim.WriteFaults.afterCommitAuthorized(conf)
     new TaskCommitMessage(adds)
   }
 
@@ -91,18 +93,24 @@ final class DirectCommitProtocol(
     jobFiles = taskCommits.flatMap(_.obj.asInstanceOf[Seq[AddFile]])
 
   /** Spark aborts the job before the log commit could happen: every file written so far is garbage. */
-  override def abortJob(jobContext: JobContext): Unit =
+  override def abortJob(jobContext: JobContext): Unit = {
     if (committedTaskFiles != null) {
       DirectCommitProtocol.deleteFiles(tableRoot, committedTaskFiles.toSeq, jobContext.getConfiguration)
     }
+    files.sweepAfterAbort(jobContext.getConfiguration)
+  }
+
+  private def tableRoot: String = files.tableRoot
 
   private def deleteQuietly(path: Path, conf: org.apache.hadoop.conf.Configuration): Unit =
     try path.getFileSystem(conf).delete(path, false) catch { case NonFatal(_) => }
 
-  override def toString: String = s"DirectCommitProtocol($jobId, $tableRoot)"
+  override def toString: String = s"DirectCommitProtocol(${files.token}, $tableRoot)"
 }
 
 object DirectCommitProtocol {
+  private val CountedSuffix = """^[.-]c(\d{3})(\..*)$""".r
+
   /** Best-effort removal of files that never reached the log (readers never see them either way). */
   def deleteFiles(tableRoot: String, files: Seq[AddFile], conf: org.apache.hadoop.conf.Configuration): Unit =
     files.foreach { f =>

@@ -1,15 +1,13 @@
 package io.strata.write.v1
 
-import java.util.UUID
-
-import io.strata.log.{AddFile, CommitResult, ReadPredicate, StrataException, TableLog}
+import io.strata.log.{AddFile, CheckConstraints, CommitResult, ReadPredicate, StrataException, TableLog}
 import io.strata.read.SnapshotReader
 import io.strata.shim.SparkInternals
-import io.strata.write.{ReplaceWhereFiles, TableWrite, WriteMode}
+import io.strata.write.{JobFiles, ReplaceWhereFiles, TableWrite, WriteMode}
 import io.strata.config.WriteOptions
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.{Column, DataFrame}
-import org.apache.spark.sql.functions.{coalesce, col, expr, lit, not, raise_error, when}
+import org.apache.spark.sql.functions.{coalesce, col, concat, concat_ws, expr, lit, not, raise_error, when}
 
 /**
  * The V1 (path) write: Spark's FileFormatWriter writes Parquet files through [[DirectCommitProtocol]], then one log
@@ -29,11 +27,12 @@ object V1TableWriter {
       case _ => newRows
     }
     val root = log.tablePath.toString
-    val committer = new DirectCommitProtocol(UUID.randomUUID().toString, root, write.schema.partitionSchema,
+    val jobFiles = new JobFiles(root)
+    val committer = new DirectCommitProtocol(jobFiles, write.schema.partitionSchema,
       SparkInternals.sessionTimeZone(spark), write.numIndexedColumns)
     val writerOptions = Map("compression" -> options.compression) ++
       options.maxRecordsPerFile.map(n => "maxRecordsPerFile" -> n.toString)
-    SparkInternals.writeFiles(toWrite, root, write.schema.partitionColumns, committer, writerOptions)
+    jobFiles.tagged(SparkInternals.writeFiles(toWrite, root, write.schema.partitionColumns, committer, writerOptions))
     val files = committer.addedFiles
     if (spark.conf.getOption(HaltBeforeCommitKey).contains("true")) Runtime.getRuntime.halt(86)
     try Some(write.commit(files)) catch {
@@ -44,29 +43,49 @@ object V1TableWriter {
     }
   }
 
-  /** The data in table column order and spelling, widened where needed, with per-row checks that fail the task. */
+  /**
+   * The data in table column order and spelling, widened where needed, with per-row checks that fail the task:
+   * NOT NULL columns and replaceWhere on the incoming columns, then the table's CHECK constraints on the aligned
+   * ones (a row passes a constraint only when its predicate is TRUE; NULL fails, as in Delta).
+   */
   private def aligned(write: TableWrite, data: DataFrame, log: TableLog): DataFrame = {
-    val checks: Seq[(Column, String)] =
-      write.feeds.filterNot(_.table.nullable).map { f =>
-        (col(s"`${f.source}`").isNull, s"NOT NULL constraint violated: column '${f.table.name}' of ${log.tablePath} " +
-          "received a null value.")
-      } ++ (write.mode match {
-        case WriteMode.ReplaceWhere(p) =>
-          Seq((not(coalesce(expr(p), lit(false))), s"Written rows must match replaceWhere '$p'; a row does not."))
-        case _ => Seq.empty[(Column, String)]
-      })
-    val columns = write.feeds.zipWithIndex.map { case (f, i) =>
-      val c = col(s"`${f.source}`")
-      val typed = if (f.cast) c.cast(f.table.dataType) else c
+    val constraints = write.txn.metadata.toSeq.flatMap(CheckConstraints.of).map { c =>
+      val values = SparkInternals.referencedColumns(c.predicate).distinct.map { r =>
+        concat(lit(s"$r = "), coalesce(col(r).cast("string"), lit("null")))
+      }
+      (not(coalesce(expr(c.predicate), lit(false))),
+        concat(lit(s"$c violated by row with values: "), concat_ws(", ", values: _*)))
+    }
+    withChecks(withChecks(data, columnChecks(write, log), write.feeds.map(f => (f.source, f.table.name, f.cast,
+      f.table.dataType))), constraints, write.feeds.map(f => (f.table.name, f.table.name, false, f.table.dataType)))
+  }
+
+  private def columnChecks(write: TableWrite, log: TableLog): Seq[(Column, Column)] =
+    write.feeds.filterNot(_.table.nullable).map { f =>
+      (col(s"`${f.source}`").isNull, lit(s"NOT NULL constraint violated: column '${f.table.name}' of " +
+        s"${log.tablePath} received a null value."))
+    } ++ (write.mode match {
+      case WriteMode.ReplaceWhere(p) =>
+        Seq((not(coalesce(expr(p), lit(false))), lit(s"Written rows must match replaceWhere '$p'; a row does not.")))
+      case _ => Seq.empty[(Column, Column)]
+    })
+
+  /** Selects `columns` (source, name, cast?, type) with `checks` (condition, message) riding on the first column. */
+  private def withChecks(data: DataFrame, checks: Seq[(Column, Column)],
+                         columns: Seq[(String, String, Boolean, org.apache.spark.sql.types.DataType)]): DataFrame = {
+    if (checks.isEmpty && columns.map(c => (c._1, c._2, c._3)) == data.columns.toSeq.map(n => (n, n, false))) return data
+    val selected = columns.zipWithIndex.map { case ((source, name, cast, dataType), i) =>
+      val c = col(s"`$source`")
+      val typed = if (cast) c.cast(dataType) else c
       // Checks ride on the first column so Spark cannot prune them away; a violation fails the task.
       val checked = if (i == 0 && checks.nonEmpty) {
-        checks.tail.foldLeft(when(checks.head._1, raise_error(lit(checks.head._2)))) {
-          case (w, (cond, msg)) => w.when(cond, raise_error(lit(msg)))
+        checks.tail.foldLeft(when(checks.head._1, raise_error(checks.head._2))) {
+          case (w, (cond, msg)) => w.when(cond, raise_error(msg))
         }.otherwise(typed)
       } else typed
-      checked.as(f.table.name)
+      checked.as(name)
     }
-    data.select(columns: _*)
+    data.select(selected: _*)
   }
 
   /**

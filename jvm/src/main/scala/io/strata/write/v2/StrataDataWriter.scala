@@ -1,8 +1,8 @@
 package io.strata.write.v2
 
 import io.strata.log.AddFile
-import io.strata.shim.{ParquetFiles, PartitionSplitter}
-import io.strata.write.DataFiles
+import io.strata.shim.{ParquetFiles, PartitionSplitter, RowChecks}
+import io.strata.write.{DataFiles, JobFiles}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
@@ -12,11 +12,13 @@ import scala.collection.mutable
 import scala.util.control.NonFatal
 
 /** `maxOpenFiles` > 0 selects the fanout writer (unclustered input); 0 the clustered writer. */
-final class StrataDataWriterFactory(tableRoot: String, files: ParquetFiles, splitter: PartitionSplitter,
-                                    numIndexedCols: Int, maxRecordsPerFile: Long, maxOpenFiles: Int)
+final class StrataDataWriterFactory(jobFiles: JobFiles, files: ParquetFiles, splitter: PartitionSplitter,
+                                    numIndexedCols: Int, maxRecordsPerFile: Long, maxOpenFiles: Int,
+                                    checks: RowChecks)
     extends DataWriterFactory {
   override def createWriter(partitionId: Int, taskId: Long): DataWriter[InternalRow] =
-    new StrataDataWriter(tableRoot, files, splitter, numIndexedCols, maxRecordsPerFile, maxOpenFiles, partitionId, taskId)
+    new StrataDataWriter(jobFiles, files, splitter, numIndexedCols, maxRecordsPerFile, maxOpenFiles, checks,
+      partitionId, taskId)
 }
 
 /**
@@ -25,14 +27,17 @@ final class StrataDataWriterFactory(tableRoot: String, files: ParquetFiles, spli
  *    at a time; a partition seen again after another one means the input was not clustered, which is an error.
  *  - fanout (distribution mode `none`): one open file per partition, at most `maxOpenFiles`; when more are needed the
  *    least recently used is closed, and its partition gets a new file if rows for it come again.
- * Commit turns the files into add actions (footer statistics); abort deletes them.
+ * Every row is checked against the table's CHECK constraints first. Commit turns the files into add actions (footer
+ * statistics); abort deletes them.
  */
-final class StrataDataWriter(tableRoot: String, files: ParquetFiles, splitter: PartitionSplitter, numIndexedCols: Int,
-                             maxRecordsPerFile: Long, maxOpenFiles: Int, partitionId: Int, taskId: Long)
+final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: PartitionSplitter, numIndexedCols: Int,
+                             maxRecordsPerFile: Long, maxOpenFiles: Int, checks: RowChecks, partitionId: Int,
+                             taskId: Long)
     extends DataWriter[InternalRow] {
   private final class OpenFile(val dir: String, val relative: String, val values: Map[String, Option[String]],
                                val writer: ParquetFiles.FileWriter) { var rows = 0L }
 
+  private val tableRoot = jobFiles.tableRoot
   private val fanout = maxOpenFiles > 0
   private val task = files.forTask(partitionId, taskId)
   private val finished = mutable.ArrayBuffer.empty[(String, Map[String, Option[String]])]
@@ -45,6 +50,7 @@ final class StrataDataWriter(tableRoot: String, files: ParquetFiles, splitter: P
   private var bytes = 0L
 
   override def write(row: InternalRow): Unit = {
+    checks.check(row)
     val key = if (splitter.isPartitioned) splitter.key(row) else NoKey
     var file = open.get(key)
     if (file == null) file = start(key, row)
@@ -67,7 +73,7 @@ final class StrataDataWriter(tableRoot: String, files: ParquetFiles, splitter: P
 
   /** Opens a new file for partition `key` in its directory `dir` ("" when unpartitioned). */
   private def openFile(key: InternalRow, dir: String, values: Map[String, Option[String]]): OpenFile = {
-    val name = DataFiles.fileName(partitionId, fileCounter, task.extension)
+    val name = jobFiles.fileName(partitionId, fileCounter, task.extension)
     fileCounter += 1
     val relative = if (dir.isEmpty) name else s"$dir/$name"
     val file = new OpenFile(dir, relative, values, task.open(new Path(tableRoot, relative).toString))
@@ -90,6 +96,7 @@ final class StrataDataWriter(tableRoot: String, files: ParquetFiles, splitter: P
       DataFiles.finish(tableRoot, relative, values, files.hadoopConf, numIndexedCols)
     }
     bytes = adds.map(_.size).sum
+    io.strata.shim.WriteFaults.afterCommitAuthorized(files.hadoopConf) // Spark authorized this commit already
     StrataTaskCommit(adds)
   }
 

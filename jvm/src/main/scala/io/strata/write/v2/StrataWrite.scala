@@ -2,8 +2,9 @@ package io.strata.write.v2
 
 import io.strata.config.{DistributionMode, WriteConf, WriteOptions}
 import io.strata.log.{AddFile, StrataException, TableLog}
-import io.strata.shim.{ParquetFiles, PartitionSplitter, SparkInternals}
-import io.strata.write.{ReplaceWhereFiles, TableWrite, WriteMode}
+import io.strata.log.CheckConstraints
+import io.strata.shim.{ParquetFiles, PartitionSplitter, RowChecks, SparkInternals}
+import io.strata.write.{JobFiles, ReplaceWhereFiles, TableWrite, WriteMode}
 import io.strata.write.v1.DirectCommitProtocol
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.distributions.{Distribution, Distributions}
@@ -66,16 +67,26 @@ final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: Table
 
 final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: WriteOptions, fanout: Boolean,
                              maxOpenFiles: Int, onCommit: () => Unit) extends BatchWrite {
+  private val jobFiles = new JobFiles(log.tablePath.toString)
+
   override def createBatchWriterFactory(info: PhysicalWriteInfo): DataWriterFactory = {
     val spark = SparkSession.active
     val schema = tableWrite.schema
     val splitter = new PartitionSplitter(schema.schema, schema.partitionColumns, SparkInternals.sessionTimeZone(spark))
     val files = ParquetFiles.prepare(spark, Map("compression" -> options.compression), splitter.dataSchema)
-    new StrataDataWriterFactory(log.tablePath.toString, files, splitter, tableWrite.numIndexedColumns,
-      options.maxRecordsPerFile.getOrElse(0L), if (fanout) maxOpenFiles else 0)
+    val checks = RowChecks.compile(spark, schema.schema, tableWrite.txn.metadata.toSeq.flatMap(CheckConstraints.of))
+    val factory = new StrataDataWriterFactory(jobFiles, files, splitter, tableWrite.numIndexedColumns,
+      options.maxRecordsPerFile.getOrElse(0L), if (fanout) maxOpenFiles else 0, checks)
+    // Spark runs the write job on this thread next: tag it, so that an abort can wait for its straggling tasks.
+    jobFiles.tagJobs()
+    factory
   }
 
+  @volatile private var commitAttempted = false
+
   override def commit(messages: Array[WriterCommitMessage]): Unit = {
+    jobFiles.untagJobs()
+    commitAttempted = true
     val files = addedFiles(messages)
     try { tableWrite.commit(files); onCommit() } catch {
       case e: StrataException => // certainly not committed: the files will never be referenced
@@ -84,9 +95,19 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
     }
   }
 
-  /** Spark aborts before any commit attempt: every file the tasks reported is garbage. */
-  override def abort(messages: Array[WriterCommitMessage]): Unit =
-    DirectCommitProtocol.deleteFiles(log.tablePath.toString, addedFiles(messages), log.conf)
+  /**
+   * Spark calls this when the job failed, and also when [[commit]] threw. A failed job never committed: every file
+   * the tasks reported, and those of tasks that finished after the failure, are garbage. After a commit attempt the
+   * files were already deleted if the commit certainly did not happen; otherwise (its outcome unknown, e.g. an I/O
+   * error while creating the version file) they must stay, since the version may exist and reference them.
+   */
+  override def abort(messages: Array[WriterCommitMessage]): Unit = {
+    jobFiles.untagJobs()
+    if (!commitAttempted) {
+      DirectCommitProtocol.deleteFiles(log.tablePath.toString, addedFiles(messages), log.conf)
+      jobFiles.sweepAfterAbort(log.conf)
+    }
+  }
 
   private def addedFiles(messages: Array[WriterCommitMessage]): Seq[AddFile] =
     messages.toSeq.collect { case m: StrataTaskCommit => m.files }.flatten

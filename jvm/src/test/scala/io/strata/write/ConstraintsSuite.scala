@@ -1,0 +1,147 @@
+package io.strata.write
+
+import java.nio.file.Paths
+
+import io.strata.SparkTestSession
+import io.strata.log.{ConstraintViolationException, InvalidTableOperationException, TableLog}
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.functions._
+import org.scalatest.funsuite.AnyFunSuite
+
+/** CHECK constraints: declared in DDL or as delta.constraints.* properties, enforced by both write paths. */
+class ConstraintsSuite extends AnyFunSuite with SparkTestSession {
+  import spark.implicits._
+
+  private def rows(df: DataFrame): Seq[Row] = df.collect().toSeq.sortBy(_.toString)
+  private def location(table: String): String =
+    spark.sql(s"DESCRIBE TABLE EXTENDED $table").where($"col_name" === "Location").head().getString(1)
+  private def log(table: String) = TableLog.forPath(new Path(location(table)), new Configuration())
+  private def localDir(table: String) = Paths.get(new java.net.URI(location(table)).getPath)
+
+  private var n = 0
+  private def freshTable(ddl: String): String = {
+    n += 1
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS strata.ck")
+    val name = s"strata.ck.t$n"
+    spark.sql(s"CREATE TABLE $name $ddl")
+    name
+  }
+
+  private def causes(e: Throwable): Seq[Throwable] = Iterator.iterate(e)(_.getCause).takeWhile(_ != null).toSeq
+
+  /** The write fails naming the constraint; the table keeps its version and its files. */
+  private def assertRejected(table: String, fragment: String)(write: => Unit): Unit = {
+    val before = log(table).snapshot().version
+    val files = filesUnder(localDir(table))
+    val e = intercept[Exception](write)
+    assert(causes(e).exists(c => Option(c.getMessage).exists(_.contains(fragment))), s"no '$fragment' in: $e")
+    assert(log(table).snapshot().version == before)
+    assert(filesUnder(localDir(table)) == files, "the failed write left files behind")
+  }
+
+  test("CONSTRAINT ... CHECK in CREATE TABLE is stored as delta.constraints.* and needs writer version 3") {
+    val t = freshTable("(id BIGINT, p STRING, CONSTRAINT Id_Pos CHECK (id > 0)) USING strata PARTITIONED BY (p)")
+    val snap = log(t).snapshot()
+    assert(snap.metadata.configuration.get("delta.constraints.id_pos").contains("id > 0"))
+    assert(snap.protocol.minReaderVersion == 1 && snap.protocol.minWriterVersion == 3)
+  }
+
+  test("V2 writes (INSERT, writeTo) enforce CHECK constraints; NULL fails as in Delta; valid rows commit") {
+    val t = freshTable("(id BIGINT, p STRING, CONSTRAINT id_pos CHECK (id > 0)) USING strata PARTITIONED BY (p)")
+    spark.sql(s"INSERT INTO $t VALUES (1, 'a'), (2, 'b')")
+    assert(log(t).snapshot().version == 1)
+    assertRejected(t, "CHECK constraint id_pos (id > 0) violated by row with values: id = -5") {
+      spark.sql(s"INSERT INTO $t VALUES (3, 'a'), (-5, 'b')").collect()
+    }
+    assertRejected(t, "CHECK constraint id_pos (id > 0) violated by row with values: id = null") {
+      spark.sql(s"INSERT INTO $t VALUES (CAST(NULL AS BIGINT), 'a')").collect()
+    }
+    assertRejected(t, "CHECK constraint id_pos") {
+      spark.range(-50, 50, 1, 4).select($"id", ($"id" % 7).cast("string").as("p")).writeTo(t).append()
+    }
+    val e = intercept[Exception](spark.sql(s"INSERT OVERWRITE $t SELECT 0, 'z'").collect())
+    assert(causes(e).exists(_.isInstanceOf[ConstraintViolationException]), e.toString)
+    spark.range(1, 101, 1, 4).select($"id", ($"id" % 7).cast("string").as("p")).writeTo(t).append()
+    assert(spark.table(t).count() == 102)
+  }
+
+  test("V1 path writes enforce the same constraints with the same message, and commit nothing on a violation") {
+    val t = freshTable("(id BIGINT, p STRING, CONSTRAINT ok CHECK (id > 0 AND length(p) < 3)) USING strata " +
+      "PARTITIONED BY (p)")
+    val path = location(t)
+    Seq((1L, "a")).toDF("id", "p").write.format("strata").mode("append").save(path)
+    assertRejected(t, "CHECK constraint ok (id > 0 AND length(p) < 3) violated by row with values: id = 2, p = long") {
+      Seq((2L, "long")).toDF("id", "p").write.format("strata").mode("append").save(path)
+    }
+    assertRejected(t, "violated by row with values: id = null, p = b") {
+      Seq((None: Option[Long], "b")).toDF("id", "p").write.format("strata").mode("append").save(path)
+    }
+    assertRejected(t, "CHECK constraint ok") {
+      spark.range(-10, 10, 1, 2).select($"id", lit("c").as("p")).write.format("strata").mode("overwrite").save(path)
+    }
+    spark.range(1, 11).select($"id", lit("c").as("p")).write.format("strata").mode("append").save(path)
+    assert(spark.read.format("strata").load(path).count() == 11)
+  }
+
+  test("ALTER TABLE ADD CONSTRAINT checks the rows already there; DROP CONSTRAINT removes it") {
+    val t = freshTable("(id BIGINT, s STRING) USING strata")
+    spark.sql(s"INSERT INTO $t VALUES (1, 'x'), (2, NULL)")
+    val v = log(t).snapshot().version
+    // Spark's own check of existing rows lets NULL pass; Strata's (Delta's rule) does not.
+    val e = intercept[Exception](spark.sql(s"ALTER TABLE $t ADD CONSTRAINT s_set CHECK (s <> '')"))
+    assert(causes(e).exists(c => c.isInstanceOf[InvalidTableOperationException] &&
+      c.getMessage.contains("1 row(s) already in the table do not satisfy it")), e.toString)
+    assert(log(t).snapshot().version == v)
+    assert(log(t).snapshot().protocol.minWriterVersion == 2)
+
+    spark.sql(s"ALTER TABLE $t ADD CONSTRAINT small CHECK (id < 10)")
+    val snap = log(t).snapshot()
+    assert(snap.metadata.configuration.get("delta.constraints.small").contains("id < 10"))
+    assert(snap.protocol.minWriterVersion == 3)
+    assertRejected(t, "CHECK constraint small (id < 10)") { spark.sql(s"INSERT INTO $t VALUES (10, 'y')").collect() }
+    val dup = intercept[Exception](spark.sql(s"ALTER TABLE $t ADD CONSTRAINT SMALL CHECK (id < 5)"))
+    assert(causes(dup).exists(c => Option(c.getMessage).exists(_.contains("already has a constraint named small"))))
+
+    spark.sql(s"ALTER TABLE $t DROP CONSTRAINT small")
+    assert(!log(t).snapshot().metadata.configuration.contains("delta.constraints.small"))
+    spark.sql(s"INSERT INTO $t VALUES (10, 'y')")
+    assert(rows(spark.table(t)) == Seq(Row(1L, "x"), Row(10L, "y"), Row(2L, null)))
+  }
+
+  test("a constraint on an unknown column or that is not a condition is refused when added") {
+    val t = freshTable("(id BIGINT) USING strata")
+    val e1 = intercept[Exception](spark.sql(s"ALTER TABLE $t SET TBLPROPERTIES ('delta.constraints.c1' = 'nope > 1')"))
+    assert(causes(e1).exists(c => Option(c.getMessage).exists(_.contains("CHECK constraint c1 (nope > 1) cannot be " +
+      "checked against the table's columns"))), e1.toString)
+    val e2 = intercept[Exception](spark.sql(s"ALTER TABLE $t SET TBLPROPERTIES ('delta.constraints.c2' = 'id + 1')"))
+    assert(causes(e2).exists(c => Option(c.getMessage).exists(_.contains("is not a condition"))), e2.toString)
+    assert(log(t).snapshot().version == 0)
+  }
+
+  test("session-catalog tables USING strata take constraints too") {
+    spark.sql("CREATE TABLE default.ck_sess (id INT, CONSTRAINT pos CHECK (id >= 0)) USING strata")
+    try {
+      spark.sql("INSERT INTO default.ck_sess VALUES (0), (1)")
+      assertRejected("default.ck_sess", "CHECK constraint pos (id >= 0)") {
+        spark.sql("INSERT INTO default.ck_sess VALUES (-1)").collect()
+      }
+      spark.sql("ALTER TABLE default.ck_sess DROP CONSTRAINT pos")
+      spark.sql("INSERT INTO default.ck_sess VALUES (-1)")
+      assert(spark.table("default.ck_sess").count() == 3)
+    } finally spark.sql("DROP TABLE IF EXISTS default.ck_sess")
+  }
+
+  test("CTAS with a delta.constraints.* property checks the query's rows; a violation creates nothing") {
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS strata.ck")
+    val e = intercept[Exception](spark.sql("CREATE TABLE strata.ck.ctas USING strata " +
+      "TBLPROPERTIES ('delta.constraints.pos' = 'id > 0') AS SELECT id FROM range(-1, 3)"))
+    assert(causes(e).exists(_.isInstanceOf[ConstraintViolationException]), e.toString)
+    assert(!spark.catalog.tableExists("strata.ck.ctas"))
+    spark.sql("CREATE TABLE strata.ck.ctas USING strata TBLPROPERTIES ('delta.constraints.pos' = 'id > 0') " +
+      "AS SELECT id FROM range(1, 4)")
+    assert(log("strata.ck.ctas").snapshot().version == 0)
+    assert(log("strata.ck.ctas").snapshot().protocol.minWriterVersion == 3)
+  }
+}
