@@ -103,8 +103,15 @@ class ConcurrentModificationError(StrataError):
 
 
 class ConstraintViolationError(StrataError):
-    """A written row broke a rule Strata checks inside the Spark tasks: a null in a NOT NULL column, or (with
-    ``replace_where``) a row that does not match the predicate. Nothing was committed."""
+    """A written row broke a rule Strata checks inside the Spark tasks: a null in a NOT NULL column, a CHECK
+    constraint of the table (a row passes only when the predicate is TRUE; NULL fails, as in Delta), or (with
+    ``replace_where``) a row that does not match the predicate. Nothing was committed.
+
+    >>> spark.sql("ALTER TABLE sales ADD CONSTRAINT pos CHECK (amount > 0)")
+    >>> strata.write(bad_df, "/data/sales", "append")
+    Traceback (most recent call last):
+    strata.errors.ConstraintViolationError: CHECK constraint pos (amount > 0) violated by row with values: amount = -1
+    """
 
 
 class TableNotFoundError(StrataError):
@@ -134,12 +141,14 @@ _BY_CLASS: dict[str, type[StrataError]] = {
     "TableNotFoundException": TableNotFoundError,
     "CorruptLogException": CorruptLogError,
     "MalformedActionException": CorruptLogError,
+    "ConstraintViolationException": ConstraintViolationError,
     **{name: ConcurrentModificationError for name in _CONCURRENT},
 }
 _OPTION_MESSAGE = re.compile(r"^(Unknown option\b|Options? \S)|has invalid value|invalid value")
 _SCHEMA_MESSAGE = re.compile(r"does not match the schema|differ only in case|is partitioned by .* but the write asks")
 _EXISTS_MESSAGE = re.compile(r"already exists \(save mode ErrorIfExists\)")
-_CONSTRAINT_MESSAGE = re.compile(r"^(NOT NULL constraint violated|Written rows must match replaceWhere)")
+_CONSTRAINT_MESSAGE = re.compile(r"^(NOT NULL constraint violated|CHECK constraint \S+ \(.*\) violated by row|"
+                                 r"Written rows must match replaceWhere)")
 # Where a JVM class shows up in the text of an error: "(io.strata.log.X) message" opening a Spark Connect message;
 # "io.strata.log.X" alone on the first line of a Spark Connect stack trace; "Caused by: io.strata.log.X: message"
 # further down; ": io.strata.log.X: message" in a py4j error text.

@@ -30,16 +30,17 @@ object SnapshotReader {
 
   /** The snapshot's live files as a Spark file index (typed partition values, no directory listing). */
   def fileIndex(spark: SparkSession, snapshot: Snapshot, only: Option[Seq[AddFile]] = None): LogFileIndex = {
-    val partSchema = TableSchema.of(snapshot.metadata).partitionSchema
+    val table = TableSchema.of(snapshot.metadata)
+    val partSchema = table.partitionSchema
     val files = only.getOrElse(snapshot.files).map { f =>
       val values = InternalRow.fromSeq(partSchema.fields.toSeq.map { field =>
         f.partitionValues.getOrElse(field.name, None).map { v =>
           SparkInternals.castPartitionValue(PartitionValues.toCastableString(v, field.dataType), field.dataType, "UTC")
         }.orNull
       })
-      IndexedFile(snapshot.absolutePath(f.path), f.size, f.modificationTime, values)
+      IndexedFile(snapshot.absolutePath(f.path), f.size, f.modificationTime, values, f.stats)
     }
-    new LogFileIndex(spark, snapshot.tablePath, files, partSchema, Map.empty)
+    new LogFileIndex(spark, snapshot.tablePath, files, table.schema, partSchema, Map.empty)
   }
 
   private def parseTimestampMillis(spark: SparkSession, ts: String): Long = {

@@ -212,8 +212,9 @@ object WriteFaults {
   }
 }
 
-/** One live data file of a snapshot, as the file index needs it. */
-final case class IndexedFile(path: Path, size: Long, modificationTime: Long, partitionValues: InternalRow)
+/** One live data file of a snapshot, as the file index needs it (`stats`: the add action's statistics JSON). */
+final case class IndexedFile(path: Path, size: Long, modificationTime: Long, partitionValues: InternalRow,
+                             stats: Option[String] = None)
 
 /**
  * A file index over the files a snapshot lists (never over a directory listing): Spark's Parquet scans prune
@@ -223,6 +224,7 @@ final class LogFileIndex(
     spark: SparkSession,
     root: Path,
     files: Seq[IndexedFile],
+    tableSchema: StructType,
     override val partitionSchema: StructType,
     options: Map[String, String])
   extends PartitioningAwareFileIndex(spark, options, None) {
@@ -243,6 +245,30 @@ final class LogFileIndex(
 
   override protected lazy val leafDirToChildrenFiles: Map[Path, Array[FileStatus]] =
     files.groupBy(_.path.getParent).map { case (dir, fs) => dir -> fs.map(status).toArray }
+
+  /**
+   * The files a scan reads: partitions pruned by their log values (not by directory names, so files of one partition
+   * may live anywhere), then files skipped by their statistics ([[StatsSkipping]]).
+   */
+  override def listFiles(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Seq[PartitionDirectory] = {
+    val partitions = if (partitionFilters.isEmpty || partitionSchema.isEmpty) byPartition else {
+      val bound = partitionFilters.reduce(org.apache.spark.sql.catalyst.expressions.And).transform {
+        case a: org.apache.spark.sql.catalyst.expressions.AttributeReference =>
+          val i = partitionSchema.fields.indexWhere(_.name.equalsIgnoreCase(a.name))
+          org.apache.spark.sql.catalyst.expressions.BoundReference(i, partitionSchema(i).dataType, nullable = true)
+      }
+      val predicate = org.apache.spark.sql.catalyst.expressions.Predicate.createInterpreted(bound)
+      predicate.initialize(0)
+      byPartition.filter { case (values, _) => predicate.eval(values) }
+    }
+    val skipping = StatsSkipping(dataSchema, dataFilters)
+    partitions.map { case (values, fs) =>
+      PartitionDirectory(values, fs.filter(f => skipping.mayMatch(f.stats)).map(status).toArray)
+    }.filter(_.files.nonEmpty)
+  }
+
+  private def dataSchema: StructType =
+    StructType(tableSchema.fields.filterNot(f => partitionSchema.fieldNames.exists(_.equalsIgnoreCase(f.name))))
 
   override def allFiles(): Seq[FileStatus] = files.map(status)
   override def inputFiles: Array[String] = files.map(_.path.toString).toArray
