@@ -70,19 +70,20 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     }
     ProtocolSupport.checkWritable(protocol, meta, log.tablePath.toString)
     validate(actions, meta)
+    val isolation = IsolationLevel.of(meta.configuration)
 
     val staged = Vector.newBuilder[Action]
     if (readSnapshot.forall(_.protocol != protocol)) staged += protocol
     newMetadata.foreach(staged += _)
     staged ++= actions
     val body = staged.result()
-    val checker = new ConflictChecker(this, body, readPredicates, readFilePaths, readAppIds)
+    val checker = new ConflictChecker(this, body, isolation, readPredicates, readFilePaths, readAppIds)
 
     val maxAttempts = log.conf.getInt(Transaction.MaxRetriesKey, Transaction.DefaultMaxRetries) + 1
     var version = readVersion + 1
     var attempt = 1
     while (true) {
-      val info = commitInfo(operation, body, checker.isBlindAppend)
+      val info = commitInfo(operation, body, checker.isBlindAppend, isolation)
       val lines = (info +: body).map(ActionCodec.serialize)
       try {
         log.store.putIfAbsent(FileNames.deltaFile(log.logPath, version), lines)
@@ -119,14 +120,15 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     }
   }
 
-  private def commitInfo(op: Operation, body: Seq[Action], blindAppend: Boolean): CommitInfo = {
+  private def commitInfo(op: Operation, body: Seq[Action], blindAppend: Boolean,
+                         isolation: IsolationLevel): CommitInfo = {
     val o = ActionCodec.mapper.createObjectNode()
     o.put("timestamp", System.currentTimeMillis())
     o.put("operation", op.name)
     val params = o.putObject("operationParameters")
     op.parameters.toSeq.sortBy(_._1).foreach { case (k, v) => params.put(k, v) }
     if (readVersion >= 0) o.put("readVersion", readVersion)
-    o.put("isolationLevel", "Serializable")
+    o.put("isolationLevel", isolation.commitInfoName)
     o.put("isBlindAppend", blindAppend)
     if (op.metrics.nonEmpty) {
       val m = o.putObject("operationMetrics")
@@ -172,6 +174,7 @@ object Transaction {
 private[log] final class ConflictChecker(
     txn: Transaction,
     staged: Seq[Action],
+    isolation: IsolationLevel,
     readPredicates: Seq[ReadPredicate],
     readFiles: Set[String],
     readAppIds: Set[String]) {
@@ -209,7 +212,7 @@ private[log] final class ConflictChecker(
     winner.foreach {
       case t: SetTransaction if readAppIds(t.appId) =>
         throw new ConcurrentTransactionException(version, op, s"application '${t.appId}' committed concurrently")
-      case a: AddFile if a.dataChange =>
+      case a: AddFile if a.dataChange && isolation == IsolationLevel.Serializable =>
         readPredicates.find(_.matches(a.partitionValues)).foreach { p =>
           throw new ConcurrentAppendException(version, op, s"it added file ${a.path} to ${p.description}, which this " +
             "transaction read")

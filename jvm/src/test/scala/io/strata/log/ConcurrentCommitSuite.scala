@@ -161,6 +161,38 @@ class ConcurrentCommitSuite extends AnyFunSuite with LogTestSupport {
     assert(log.snapshot().files.map(_.path).toSet == Set("a.parquet", "b.parquet", "w.parquet"))
   }
 
+  test("snapshot isolation (table property): an overwrite keeps rows appended concurrently instead of failing") {
+    val table = tempDir()
+    val log = createTable(table, metadata(configuration = Map(IsolationLevel.Property -> "snapshot")),
+      files = Seq(add("a.parquet"), add("b.parquet")))
+    val overwrite = log.startTransaction()
+    val snap = overwrite.readSnapshot.get
+    overwrite.readWhere(ReadPredicate.WholeTable)
+    overwrite.readFiles(snap.files)
+    append(log, add("w.parquet"))
+    val r = overwrite.commit(snap.files.map(_.remove(1L)) :+ add("c.parquet"), Operation("WRITE"))
+    assert(r.version == 2L && r.attempts == 2)
+    assert(r.commitInfo.json.get("isolationLevel").asText == "SnapshotIsolation")
+    assert(log.snapshot().files.map(_.path).toSet == Set("w.parquet", "c.parquet"))
+
+    // Removals still conflict under snapshot isolation.
+    val t1 = log.startTransaction()
+    val t2 = log.startTransaction()
+    val c = t1.readSnapshot.get.files.find(_.path == "c.parquet").get
+    t1.readFiles(Seq(c)); t2.readFiles(Seq(c))
+    t1.commit(Seq(c.remove(2L)), Operation("DELETE"))
+    failsWritingNothing[ConcurrentDeleteDeleteException](table)(t2.commit(Seq(c.remove(2L)), Operation("DELETE")))
+  }
+
+  test("an unknown isolation level is refused naming the property and the allowed values") {
+    val table = tempDir()
+    val e = intercept[InvalidTableOperationException](
+      createTable(table, metadata(configuration = Map(IsolationLevel.Property -> "read-committed"))))
+    assert(e.getMessage.contains("strata.isolationLevel has invalid value 'read-committed'") &&
+      e.getMessage.contains("'serializable', 'snapshot'"))
+    assert(!Files.exists(table.resolve("_delta_log").resolve("00000000000000000000.json")))
+  }
+
   test("an overwrite of one partition does not conflict with an append to another") {
     val table = tempDir()
     val log = createTable(table, metadata(partitionColumns = Seq("p")),

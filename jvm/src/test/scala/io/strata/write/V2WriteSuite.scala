@@ -103,6 +103,21 @@ class V2WriteSuite extends AnyFunSuite with SparkTestSession {
     assert(filesUnder(dir) == before, "the straggler's file was left behind")
   }
 
+  test("the write node of an INSERT shows rows from the tasks, and files, bytes and the log commit from the driver") {
+    val t = freshTable()
+    val result = spark.sql(s"INSERT INTO $t SELECT id, cast(id % 3 AS STRING) FROM range(0, 300, 1, 2)")
+    val node = result.queryExecution.executedPlan.collectFirst {
+      case c: org.apache.spark.sql.execution.CommandResultExec => c.commandPhysicalPlan
+    }.get
+    val m = node.metrics.map { case (k, v) => k -> v.value }
+    val snap = log(t).snapshot()
+    assert(m("strataRowsWritten") == 300L)
+    assert(m("strataFilesWritten") == snap.files.size.toLong)
+    assert(m("strataBytesWritten") == snap.files.map(_.size).sum)
+    assert(m("strataCommittedVersion") == snap.version && m("strataCommitAttempts") == 1L)
+    assert(m.contains("strataCommitDurationMs"))
+  }
+
   test("two concurrent INSERT INTO statements both commit") {
     val t = freshTable()
     val pool = Executors.newFixedThreadPool(2)

@@ -47,7 +47,6 @@ final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: 
   private val NoKey = InternalRow.empty
   private var fileCounter = 0
   private var rows = 0L
-  private var bytes = 0L
 
   override def write(row: InternalRow): Unit = {
     checks.check(row)
@@ -95,7 +94,6 @@ final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: 
     val adds: Seq[AddFile] = finished.toSeq.flatMap { case (relative, values) =>
       DataFiles.finish(tableRoot, relative, values, files.hadoopConf, numIndexedCols)
     }
-    bytes = adds.map(_.size).sum
     io.strata.shim.WriteFaults.afterCommitAuthorized(files.hadoopConf) // Spark authorized this commit already
     StrataTaskCommit(adds)
   }
@@ -114,13 +112,6 @@ final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: 
 
   override def close(): Unit = ()
 
-  override def currentMetricsValues(): Array[CustomTaskMetric] = Array(
-    metric("strataFilesWritten", finished.size.toLong + open.size),
-    metric("strataRowsWritten", rows),
-    metric("strataBytesWritten", bytes))
-
-  private def metric(n: String, v: Long): CustomTaskMetric = new CustomTaskMetric {
-    override def name(): String = n
-    override def value(): Long = v
-  }
+  // Files and bytes are exact only once files close (after Spark's last poll): the driver reports them at commit.
+  override def currentMetricsValues(): Array[CustomTaskMetric] = Array(StrataWrite.metric("strataRowsWritten", rows))
 }

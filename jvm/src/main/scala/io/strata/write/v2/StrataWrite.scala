@@ -9,7 +9,7 @@ import io.strata.write.v1.DirectCommitProtocol
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.distributions.{Distribution, Distributions}
 import org.apache.spark.sql.connector.expressions.{Expression, Expressions, NullOrdering, SortDirection, SortOrder}
-import org.apache.spark.sql.connector.metric.{CustomMetric, CustomSumMetric}
+import org.apache.spark.sql.connector.metric.{CustomMetric, CustomSumMetric, CustomTaskMetric}
 import org.apache.spark.sql.connector.write._
 
 import scala.jdk.CollectionConverters._
@@ -57,12 +57,31 @@ final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: Table
   override def advisoryPartitionSizeInBytes(): Long =
     if (partitionColumns.isEmpty || distributionMode == DistributionMode.None) 0L else 128L * 1024 * 1024
 
-  override def supportedCustomMetrics(): Array[CustomMetric] =
-    Array(new FilesWrittenMetric, new RowsWrittenMetric, new BytesWrittenMetric)
+  override def supportedCustomMetrics(): Array[CustomMetric] = Array(new FilesWrittenMetric, new RowsWrittenMetric,
+    new BytesWrittenMetric, new CommitDurationMetric, new CommitAttemptsMetric, new CommittedVersionMetric)
 
-  override def toBatch: BatchWrite =
-    new StrataBatchWrite(log, tableWrite, options, fanout = distributionMode == DistributionMode.None, maxOpenFiles,
-      onCommit)
+  private lazy val batch = new StrataBatchWrite(log, tableWrite, options,
+    fanout = distributionMode == DistributionMode.None, maxOpenFiles, onCommit)
+
+  override def toBatch: BatchWrite = batch
+
+  /** Driver-side metrics of the log commit, shown on the write node next to the tasks' files, rows and bytes. */
+  override def reportDriverMetrics(): Array[CustomTaskMetric] = batch.committed match {
+    case Some((result, millis)) => Array(
+      StrataWrite.metric("strataFilesWritten", batch.written.size.toLong),
+      StrataWrite.metric("strataBytesWritten", batch.written.map(_.size).sum),
+      StrataWrite.metric("strataCommitDurationMs", millis),
+      StrataWrite.metric("strataCommitAttempts", result.attempts.toLong),
+      StrataWrite.metric("strataCommittedVersion", result.version))
+    case None => Array.empty
+  }
+}
+
+object StrataWrite {
+  def metric(n: String, v: Long): CustomTaskMetric = new CustomTaskMetric {
+    override def name(): String = n
+    override def value(): Long = v
+  }
 }
 
 final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: WriteOptions, fanout: Boolean,
@@ -83,12 +102,21 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
   }
 
   @volatile private var commitAttempted = false
+  /** After a successful commit: its result and how long the log commit took (ms). */
+  @volatile private[v2] var committed: Option[(io.strata.log.CommitResult, Long)] = None
+  @volatile private[v2] var written: Seq[AddFile] = Nil
 
   override def commit(messages: Array[WriterCommitMessage]): Unit = {
     jobFiles.untagJobs()
     commitAttempted = true
     val files = addedFiles(messages)
-    try { tableWrite.commit(files); onCommit() } catch {
+    written = files
+    val start = System.nanoTime()
+    try {
+      val result = tableWrite.commit(files)
+      committed = Some((result, (System.nanoTime() - start) / 1000000L))
+      onCommit()
+    } catch {
       case e: StrataException => // certainly not committed: the files will never be referenced
         DirectCommitProtocol.deleteFiles(log.tablePath.toString, files, log.conf)
         throw e
@@ -127,4 +155,16 @@ class RowsWrittenMetric extends CustomSumMetric {
 class BytesWrittenMetric extends CustomSumMetric {
   override def name(): String = "strataBytesWritten"
   override def description(): String = "bytes of data files written"
+}
+class CommitDurationMetric extends CustomSumMetric {
+  override def name(): String = "strataCommitDurationMs"
+  override def description(): String = "log commit duration (ms)"
+}
+class CommitAttemptsMetric extends CustomSumMetric {
+  override def name(): String = "strataCommitAttempts"
+  override def description(): String = "log commit attempts"
+}
+class CommittedVersionMetric extends CustomSumMetric {
+  override def name(): String = "strataCommittedVersion"
+  override def description(): String = "table version committed"
 }
