@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+import strata
+
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT / "build" / "peers"
 
@@ -86,3 +88,23 @@ def test_strata_time_travel_on_delta_spark_table(spark: SparkSession, delta_writ
     path, _ = delta_written
     df = spark.read.format("strata").option("versionAsOf", version).load(str(path))
     assert df.count() == expected
+
+
+def test_check_constraints_hold_across_strata_and_delta_spark(spark: SparkSession, tmp_path: Path) -> None:
+    """A constraint Strata declares is enforced by delta-spark, and one delta-spark adds is enforced by Strata."""
+    path = tmp_path / "constrained"
+    spark.sql(f"CREATE TABLE strata.`{path}` (id BIGINT, CONSTRAINT pos CHECK (id > 0)) USING strata")
+    spark.sql(f"INSERT INTO strata.`{path}` VALUES (1), (2)")
+
+    peer = run_delta_spark("constraints", path, tmp_path / "out.json")
+    assert "pos" in peer["violation_error"] and "id > 0" in peer["violation_error"], peer["violation_error"]
+    assert sorted(json.loads(r)["id"] for r in peer["rows"]) == [1, 2, 3]
+    assert peer["version"] == 3  # create, insert, delta-spark's append, delta-spark's ADD CONSTRAINT
+
+    with pytest.raises(strata.ConstraintViolationError, match=r"^CHECK constraint small \(id < 100\) violated"):
+        strata.write(spark.createDataFrame([(500,)], "id long"), path)
+    with pytest.raises(strata.ConstraintViolationError, match=r"^CHECK constraint pos \(id > 0\) violated"):
+        with strata.errors.translate():
+            spark.sql(f"INSERT INTO strata.`{path}` VALUES (-7)")
+    strata.write(spark.createDataFrame([(4,)], "id long"), path)
+    assert sorted(r.id for r in spark.read.format("strata").load(str(path)).collect()) == [1, 2, 3, 4]

@@ -2,7 +2,10 @@
 
 Usage: python delta_spark_job.py read PATH OUT_JSON
        python delta_spark_job.py write PATH OUT_JSON
-`read` dumps the table's rows (as JSON strings) and version; `write` creates a table with delta-spark first.
+       python delta_spark_job.py constraints PATH OUT_JSON
+`read` dumps the table's rows (as JSON strings) and version; `write` creates a table with delta-spark first;
+`constraints` takes a table (id long) with CHECK constraint id > 0 made by Strata: it appends a violating row (and
+records delta-spark's error), appends id 3, then adds a constraint of its own (id < 100).
 """
 from __future__ import annotations
 
@@ -41,9 +44,18 @@ def main() -> None:
             spark.createDataFrame(rows[k:k + 3], schema).write.format("delta").mode("append").save(path)
         spark.createDataFrame(rows[5:30], schema).write.format("delta").mode("overwrite").save(path)
         spark.createDataFrame(rows[0:4], schema).write.format("delta").mode("append").save(path)
+    result_extra: dict[str, str] = {}
+    if mode == "constraints":
+        try:
+            spark.createDataFrame([(-1,)], "id long").write.format("delta").mode("append").save(path)
+            result_extra["violation_error"] = ""
+        except Exception as e:  # delta-spark's DeltaInvariantViolationException, through py4j
+            result_extra["violation_error"] = str(e).splitlines()[0]
+        spark.createDataFrame([(3,)], "id long").write.format("delta").mode("append").save(path)
+        spark.sql(f"ALTER TABLE delta.`{path}` ADD CONSTRAINT small CHECK (id < 100)")
     df = spark.read.format("delta").load(path)
     version = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").agg({"version": "max"}).collect()[0][0]
-    result = {"rows": sorted(df.toJSON().collect()), "version": version, "columns": df.columns}
+    result = {"rows": sorted(df.toJSON().collect()), "version": version, "columns": df.columns, **result_extra}
     with open(out, "w", encoding="utf-8") as f:
         json.dump(result, f)
     spark.stop()

@@ -33,13 +33,15 @@ object ProtocolSupport {
   /** The protocol after a metadata change on an existing table (upgrades only, never downgrades). */
   def upgradeFor(current: Protocol, metadata: Metadata): Protocol = {
     val needed = minimumFor(metadata)
-    if (needed.minReaderVersion <= current.minReaderVersion && needed.minWriterVersion <= current.minWriterVersion &&
+    // A legacy writer version stands for the features it implies, so legacy and feature protocols compare.
+    def writerFeatures(p: Protocol) =
+      if (p.supportsWriterFeatures) p.writerFeatures.getOrElse(Set.empty) else legacyWriterFeatures(p.minWriterVersion)
+    val covered = needed.minReaderVersion <= current.minReaderVersion &&
       needed.readerFeatures.getOrElse(Set.empty).subsetOf(current.readerFeatures.getOrElse(Set.empty)) &&
-      needed.writerFeatures.getOrElse(Set.empty).subsetOf(current.writerFeatures.getOrElse(Set.empty))) current
+      writerFeatures(needed).subsetOf(writerFeatures(current)) &&
+      (current.supportsWriterFeatures || needed.minWriterVersion <= current.minWriterVersion)
+    if (covered) current
     else if (needed.supportsWriterFeatures || current.supportsWriterFeatures) {
-      // Table features on either side: express both as features (a legacy version as the features it implies).
-      def writerFeatures(p: Protocol) =
-        if (p.supportsWriterFeatures) p.writerFeatures.getOrElse(Set.empty) else legacyWriterFeatures(p.minWriterVersion)
       Protocol(3, 7,
         Some(current.readerFeatures.getOrElse(Set.empty) ++ needed.readerFeatures.getOrElse(Set.empty)),
         Some(writerFeatures(current) ++ writerFeatures(needed)))

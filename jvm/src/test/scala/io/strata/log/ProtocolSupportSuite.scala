@@ -60,8 +60,7 @@ class ProtocolSupportSuite extends AnyFunSuite with LogTestSupport {
   test("other unsupported properties are named too") {
     Seq(
       Map("delta.enableDeletionVectors" -> "true") -> "delta.enableDeletionVectors",
-      Map("delta.columnMapping.mode" -> "name") -> "column mapping",
-      Map("delta.constraints.positive" -> "id > 0") -> "CHECK constraints").foreach { case (conf, named) =>
+      Map("delta.columnMapping.mode" -> "name") -> "column mapping").foreach { case (conf, named) =>
       val e = intercept[UnsupportedProtocolException](ProtocolSupport.minimumFor(metadata(configuration = conf)))
       assert(e.getMessage.contains(named), e.getMessage)
     }
@@ -96,13 +95,31 @@ class ProtocolSupportSuite extends AnyFunSuite with LogTestSupport {
     assert(readErr(Protocol(4, 7)).contains("reader version 4"))
     assert(readErr(Protocol(3, 7, Some(Set("columnMapping", "v2Checkpoint")), Some(Set.empty)))
       .contains("columnMapping, v2Checkpoint"))
-    assert(writeErr(Protocol(1, 3)).contains("writer version 3"))
+    assert(writeErr(Protocol(1, 4)).contains("writer version 4"))
     assert(writeErr(Protocol(1, 5)).contains("writer version 5"))
     assert(writeErr(Protocol(3, 7, Some(Set.empty), Some(Set("changeDataFeed")))).contains("changeDataFeed"))
     assert(writeErr(Protocol(1, 8)).contains("writer version 8"))
     ProtocolSupport.checkReadable(Protocol(1, 1), "tbl")
     ProtocolSupport.checkWritable(Protocol(1, 1), metadata(), "tbl")
+    ProtocolSupport.checkWritable(Protocol(1, 3), metadata(), "tbl")
+    ProtocolSupport.checkWritable(Protocol(3, 7, Some(Set.empty), Some(Set("checkConstraints"))), metadata(), "tbl")
     ProtocolSupport.checkWritable(Protocol(3, 7, Some(Set("vacuumProtocolCheck")),
       Some(Set("vacuumProtocolCheck", "appendOnly", "invariants"))), metadata(), "tbl")
+  }
+
+  test("CHECK constraints need writer 3, or the checkConstraints feature beside other table features") {
+    val constrained = Map("delta.constraints.pos" -> "id > 0")
+    assert(ProtocolSupport.minimumFor(metadata(configuration = constrained)) == Protocol(1, 3))
+    val ntz = metadata(configuration = constrained).copy(schemaString =
+      """{"type":"struct","fields":[{"name":"t","type":"timestamp_ntz","nullable":true,"metadata":{}}]}""")
+    assert(ProtocolSupport.minimumFor(ntz) == Protocol(3, 7, Some(Set("timestampNtz")),
+      Some(Set("appendOnly", "invariants", "checkConstraints", "timestampNtz"))))
+    // Upgrades: legacy to legacy, and a feature table gains the feature.
+    assert(ProtocolSupport.upgradeFor(Protocol(1, 2), metadata(configuration = constrained)) == Protocol(1, 3))
+    val features = Protocol(3, 7, Some(Set("timestampNtz")), Some(Set("appendOnly", "invariants", "timestampNtz")))
+    assert(ProtocolSupport.upgradeFor(features, metadata(configuration = constrained)) ==
+      Protocol(3, 7, Some(Set("timestampNtz")), Some(Set("appendOnly", "invariants", "timestampNtz", "checkConstraints"))))
+    // Dropping the last constraint never downgrades.
+    assert(ProtocolSupport.upgradeFor(Protocol(1, 3), metadata()) == Protocol(1, 3))
   }
 }
