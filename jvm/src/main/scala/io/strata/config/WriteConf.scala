@@ -36,6 +36,17 @@ final case class WriteConf(options: Map[String, String], session: String => Opti
       case scala.None => if (partitioned) DistributionMode.Hash else DistributionMode.None
     }
 
+  /**
+   * Size at which a V2 writer rolls to a new file (`write.target-file-size-bytes`, default 128 MB); also the advisory
+   * size of the shuffle partitions a clustered write asks for.
+   */
+  def targetFileSizeBytes: Long =
+    lookup(WriteConf.TargetFileSizeKey, "spark.strata." + WriteConf.TargetFileSizeKey, WriteConf.TargetFileSizeKey) match {
+      case Some((where, v)) => v.trim.toLongOption.filter(_ > 0).getOrElse(throw new InvalidTableOperationException(
+        s"$where has invalid value '$v': it must be a whole number of bytes > 0."))
+      case scala.None => WriteConf.DefaultTargetFileSize
+    }
+
   /** Most files one fanout task keeps open at once (`write.fanout.max-open-files`, default 100). */
   def maxOpenFiles: Int =
     lookup(WriteConf.MaxOpenFilesKey, "spark.strata." + WriteConf.MaxOpenFilesKey, WriteConf.MaxOpenFilesKey) match {
@@ -48,4 +59,6 @@ final case class WriteConf(options: Map[String, String], session: String => Opti
 object WriteConf {
   val DistributionModeKey = "write.distribution-mode"
   val MaxOpenFilesKey = "write.fanout.max-open-files"
+  val TargetFileSizeKey = "write.target-file-size-bytes"
+  val DefaultTargetFileSize: Long = 128L * 1024 * 1024
 }

@@ -43,7 +43,7 @@ object StrataOptions {
   val MergeSchema = "mergeSchema"
   val OverwriteSchema = "overwriteSchema"
   /** Catalog (V2) writes only; resolved by [[WriteConf]]. */
-  val V2Only: Seq[String] = Seq(WriteConf.DistributionModeKey, WriteConf.MaxOpenFilesKey)
+  val V2Only: Seq[String] = Seq(WriteConf.DistributionModeKey, WriteConf.MaxOpenFilesKey, WriteConf.TargetFileSizeKey)
 
   val Codecs: Seq[String] = Seq("snappy", "zstd", "gzip", "lz4", "lz4_raw", "uncompressed", "none")
 

@@ -118,6 +118,24 @@ class V2WriteSuite extends AnyFunSuite with SparkTestSession {
     assert(m.contains("strataCommitDurationMs"))
   }
 
+  test("the rolling writer closes files at the target file size (table property, overridden by the write option)") {
+    val t = freshTable("(id BIGINT, h STRING) USING strata TBLPROPERTIES ('write.target-file-size-bytes' = '1048576')")
+    // 64 hex characters of hash per row compress poorly: about 10 MB of rows in one task.
+    val data = spark.range(0, 120000, 1, 1).select($"id", sha2($"id".cast("string"), 256).as("h"))
+    data.writeTo(t).append()
+    val files = log(t).snapshot().files
+    assert(spark.table(t).count() == 120000L)
+    assert(files.size >= 5 && files.size <= 40, s"${files.size} files")
+    assert(files.map(_.size).max < 2L * 1048576, files.map(_.size).sorted.mkString(", "))
+    // The write option wins over the table property: 4 MB files, so fewer of them.
+    data.writeTo(t).option("write.target-file-size-bytes", (4L * 1048576).toString).append()
+    val second = log(t).snapshot().files.filterNot(f => files.exists(_.path == f.path))
+    assert(second.size < files.size, s"${second.size} files at 4 MB against ${files.size} at 1 MB")
+    val e = intercept[Exception](data.writeTo(t).option("write.target-file-size-bytes", "big").append())
+    assert(Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).exists(c =>
+      Option(c.getMessage).exists(_.contains("write option write.target-file-size-bytes has invalid value 'big'"))), e.toString)
+  }
+
   test("two concurrent INSERT INTO statements both commit") {
     val t = freshTable()
     val pool = Executors.newFixedThreadPool(2)

@@ -5,6 +5,7 @@ import io.strata.shim.{ParquetFiles, PartitionSplitter, RowChecks}
 import io.strata.write.{DataFiles, JobFiles}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.write.{DataWriter, DataWriterFactory, WriterCommitMessage}
 
@@ -13,16 +14,19 @@ import scala.util.control.NonFatal
 
 /** `maxOpenFiles` > 0 selects the fanout writer (unclustered input); 0 the clustered writer. */
 final class StrataDataWriterFactory(jobFiles: JobFiles, files: ParquetFiles, splitter: PartitionSplitter,
-                                    numIndexedCols: Int, maxRecordsPerFile: Long, maxOpenFiles: Int,
-                                    checks: RowChecks)
+                                    numIndexedCols: Int, maxRecordsPerFile: Long, targetFileSize: Long,
+                                    maxOpenFiles: Int, checks: RowChecks)
     extends DataWriterFactory {
   override def createWriter(partitionId: Int, taskId: Long): DataWriter[InternalRow] =
-    new StrataDataWriter(jobFiles, files, splitter, numIndexedCols, maxRecordsPerFile, maxOpenFiles, checks,
-      partitionId, taskId)
+    new StrataDataWriter(jobFiles, files, splitter, numIndexedCols, maxRecordsPerFile, targetFileSize, maxOpenFiles,
+      checks, partitionId, taskId)
 }
 
 /**
- * Writes one task's rows into data files, rolling to a new file every `maxRecordsPerFile` rows.
+ * Writes one task's rows into data files, rolling to a new file every `maxRecordsPerFile` rows and when a file
+ * reaches `targetFileSize` bytes. Parquet buffers a row group in memory, so the size is estimated: the in-memory
+ * size of the rows written times the on-disk/in-memory ratio this task learned from its first larger files (1 until
+ * then, so early files err small).
  *  - clustered (default): rows arrive grouped by partition (the write requires that ordering), so one file is open
  *    at a time; a partition seen again after another one means the input was not clustered, which is an error.
  *  - fanout (distribution mode `none`): one open file per partition, at most `maxOpenFiles`; when more are needed the
@@ -31,11 +35,11 @@ final class StrataDataWriterFactory(jobFiles: JobFiles, files: ParquetFiles, spl
  * statistics); abort deletes them.
  */
 final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: PartitionSplitter, numIndexedCols: Int,
-                             maxRecordsPerFile: Long, maxOpenFiles: Int, checks: RowChecks, partitionId: Int,
-                             taskId: Long)
+                             maxRecordsPerFile: Long, targetFileSize: Long, maxOpenFiles: Int, checks: RowChecks,
+                             partitionId: Int, taskId: Long)
     extends DataWriter[InternalRow] {
   private final class OpenFile(val dir: String, val relative: String, val values: Map[String, Option[String]],
-                               val writer: ParquetFiles.FileWriter) { var rows = 0L }
+                               val writer: ParquetFiles.FileWriter) { var rows = 0L; var rowBytes = 0L }
 
   private val tableRoot = jobFiles.tableRoot
   private val fanout = maxOpenFiles > 0
@@ -47,15 +51,23 @@ final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: 
   private val NoKey = InternalRow.empty
   private var fileCounter = 0
   private var rows = 0L
+  private var bytesPerRowByte = 1.0 // on-disk bytes per in-memory row byte, learned from closed files
+  private var learnedFrom = 0
 
   override def write(row: InternalRow): Unit = {
     checks.check(row)
     val key = if (splitter.isPartitioned) splitter.key(row) else NoKey
     var file = open.get(key)
     if (file == null) file = start(key, row)
-    else if (maxRecordsPerFile > 0 && file.rows >= maxRecordsPerFile) { close(key); file = openFile(key, file.dir, file.values) }
-    file.writer.write(splitter.data(row))
+    else if ((maxRecordsPerFile > 0 && file.rows >= maxRecordsPerFile) ||
+      (targetFileSize > 0 && file.rowBytes * bytesPerRowByte >= targetFileSize)) {
+      close(key)
+      file = openFile(key, file.dir, file.values)
+    }
+    val data = splitter.data(row)
+    file.writer.write(data)
     file.rows += 1
+    file.rowBytes += (data match { case u: UnsafeRow => u.getSizeInBytes.toLong; case r => 8L * r.numFields })
     rows += 1
   }
 
@@ -86,6 +98,11 @@ final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: 
       file.writer.close()
       finished += ((file.relative, file.values))
       closedPartitions += key
+      if (targetFileSize > 0 && learnedFrom < 3 && file.rowBytes >= StrataDataWriter.LearnFromRowBytes) {
+        val p = new Path(tableRoot, file.relative)
+        bytesPerRowByte = p.getFileSystem(files.hadoopConf).getFileStatus(p).getLen.toDouble / file.rowBytes
+        learnedFrom += 1
+      }
     }
   }
 
@@ -114,4 +131,9 @@ final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: 
 
   // Files and bytes are exact only once files close (after Spark's last poll): the driver reports them at commit.
   override def currentMetricsValues(): Array[CustomTaskMetric] = Array(StrataWrite.metric("strataRowsWritten", rows))
+}
+
+object StrataDataWriter {
+  /** Files with fewer row bytes than this say little about the compression ratio (headers, dictionaries). */
+  private val LearnFromRowBytes: Long = 1L << 20
 }

@@ -35,6 +35,7 @@ final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: Table
     k => SparkSession.active.conf.getOption(k), tableWrite.txn.metadata.map(_.configuration).getOrElse(Map.empty))
   val distributionMode: DistributionMode = conf.distributionMode(partitionColumns.nonEmpty)
   private val maxOpenFiles = conf.maxOpenFiles
+  private val targetFileSize = conf.targetFileSizeBytes
   private def partitionSort = partitionColumns.map(c =>
     Expressions.sort(Expressions.column(c), SortDirection.ASCENDING, NullOrdering.NULLS_FIRST)).toArray
 
@@ -55,13 +56,13 @@ final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: Table
 
   // Spark refuses an advisory size without a distribution.
   override def advisoryPartitionSizeInBytes(): Long =
-    if (partitionColumns.isEmpty || distributionMode == DistributionMode.None) 0L else 128L * 1024 * 1024
+    if (partitionColumns.isEmpty || distributionMode == DistributionMode.None) 0L else targetFileSize
 
   override def supportedCustomMetrics(): Array[CustomMetric] = Array(new FilesWrittenMetric, new RowsWrittenMetric,
     new BytesWrittenMetric, new CommitDurationMetric, new CommitAttemptsMetric, new CommittedVersionMetric)
 
   private lazy val batch = new StrataBatchWrite(log, tableWrite, options,
-    fanout = distributionMode == DistributionMode.None, maxOpenFiles, onCommit)
+    fanout = distributionMode == DistributionMode.None, maxOpenFiles, targetFileSize, onCommit)
 
   override def toBatch: BatchWrite = batch
 
@@ -85,7 +86,7 @@ object StrataWrite {
 }
 
 final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: WriteOptions, fanout: Boolean,
-                             maxOpenFiles: Int, onCommit: () => Unit) extends BatchWrite {
+                             maxOpenFiles: Int, targetFileSize: Long, onCommit: () => Unit) extends BatchWrite {
   private val jobFiles = new JobFiles(log.tablePath.toString)
 
   override def createBatchWriterFactory(info: PhysicalWriteInfo): DataWriterFactory = {
@@ -95,7 +96,7 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
     val files = ParquetFiles.prepare(spark, Map("compression" -> options.compression), splitter.dataSchema)
     val checks = RowChecks.compile(spark, schema.schema, tableWrite.txn.metadata.toSeq.flatMap(CheckConstraints.of))
     val factory = new StrataDataWriterFactory(jobFiles, files, splitter, tableWrite.numIndexedColumns,
-      options.maxRecordsPerFile.getOrElse(0L), if (fanout) maxOpenFiles else 0, checks)
+      options.maxRecordsPerFile.getOrElse(0L), targetFileSize, if (fanout) maxOpenFiles else 0, checks)
     // Spark runs the write job on this thread next: tag it, so that an abort can wait for its straggling tasks.
     jobFiles.tagJobs()
     factory
