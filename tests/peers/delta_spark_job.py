@@ -50,7 +50,8 @@ def main() -> None:
             spark.createDataFrame([(-1,)], "id long").write.format("delta").mode("append").save(path)
             result_extra["violation_error"] = ""
         except Exception as e:  # delta-spark's DeltaInvariantViolationException, through py4j
-            result_extra["violation_error"] = str(e).splitlines()[0]
+            lines = [line for line in str(e).splitlines() if "constraint" in line.lower()]
+            result_extra["violation_error"] = lines[0] if lines else str(e)[:2000]
         spark.createDataFrame([(3,)], "id long").write.format("delta").mode("append").save(path)
         spark.sql(f"ALTER TABLE delta.`{path}` ADD CONSTRAINT small CHECK (id < 100)")
     df = spark.read.format("delta").load(path)
