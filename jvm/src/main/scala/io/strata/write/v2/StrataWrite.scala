@@ -145,27 +145,14 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
 /** What one task wrote. */
 final case class StrataTaskCommit(files: Seq[AddFile]) extends WriterCommitMessage
 
-class FilesWrittenMetric extends CustomSumMetric {
-  override def name(): String = "strataFilesWritten"
-  override def description(): String = "number of data files written"
+/** A summed metric of the write node; Spark instantiates each by class name, so each needs a no-arg class. */
+abstract class StrataSumMetric(metricName: String, metricDescription: String) extends CustomSumMetric {
+  override def name(): String = metricName
+  override def description(): String = metricDescription
 }
-class RowsWrittenMetric extends CustomSumMetric {
-  override def name(): String = "strataRowsWritten"
-  override def description(): String = "number of rows written"
-}
-class BytesWrittenMetric extends CustomSumMetric {
-  override def name(): String = "strataBytesWritten"
-  override def description(): String = "bytes of data files written"
-}
-class CommitDurationMetric extends CustomSumMetric {
-  override def name(): String = "strataCommitDurationMs"
-  override def description(): String = "log commit duration (ms)"
-}
-class CommitAttemptsMetric extends CustomSumMetric {
-  override def name(): String = "strataCommitAttempts"
-  override def description(): String = "log commit attempts"
-}
-class CommittedVersionMetric extends CustomSumMetric {
-  override def name(): String = "strataCommittedVersion"
-  override def description(): String = "table version committed"
-}
+class FilesWrittenMetric extends StrataSumMetric("strataFilesWritten", "number of data files written")
+class RowsWrittenMetric extends StrataSumMetric("strataRowsWritten", "number of rows written")
+class BytesWrittenMetric extends StrataSumMetric("strataBytesWritten", "bytes of data files written")
+class CommitDurationMetric extends StrataSumMetric("strataCommitDurationMs", "log commit duration (ms)")
+class CommitAttemptsMetric extends StrataSumMetric("strataCommitAttempts", "log commit attempts")
+class CommittedVersionMetric extends StrataSumMetric("strataCommittedVersion", "table version committed")
