@@ -75,6 +75,12 @@ final class PartitionSplitter(schema: StructType, partitionColumns: Seq[String],
   /** The data columns of `row` (a reused buffer: copy to keep). */
   def data(row: InternalRow): InternalRow = dataProjection(row)
 
+  /** The in-memory size of a row [[data]] returned (an UnsafeRow), the base of file size estimates. */
+  def sizeInBytes(data: InternalRow): Long = data match {
+    case u: org.apache.spark.sql.catalyst.expressions.UnsafeRow => u.getSizeInBytes.toLong
+    case r => 8L * r.numFields
+  }
+
   /** The partition key of `row`, comparable across rows (a copy). */
   def key(row: InternalRow): InternalRow = keyProjection(row).copy()
 

@@ -5,7 +5,6 @@ import io.strata.shim.{ParquetFiles, PartitionSplitter, RowChecks}
 import io.strata.write.{DataFiles, JobFiles}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.write.{DataWriter, DataWriterFactory, WriterCommitMessage}
 
@@ -67,7 +66,7 @@ final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: 
     val data = splitter.data(row)
     file.writer.write(data)
     file.rows += 1
-    file.rowBytes += (data match { case u: UnsafeRow => u.getSizeInBytes.toLong; case r => 8L * r.numFields })
+    file.rowBytes += splitter.sizeInBytes(data)
     rows += 1
   }
 
