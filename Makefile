@@ -35,7 +35,7 @@ SBT := java $(SBT_OPTS) $(call proxy_opts) \
   -Dsbt.server.autostart=false -Dsbt.supershell=false -Dsbt.color=false -Dsbt.ci=true \
   -jar $(SBT_LAUNCH)
 
-.PHONY: build demo test test-jvm test-python typecheck jar wheel sbt clean bench peer-jars
+.PHONY: build demo test test-jvm test-python typecheck jar wheel sbt clean bench bench-jars peer-jars
 
 ## build: bootstrap sbt, build the connector jar, create .venv and install the strata wheel into it
 build: $(VENV)/.installed
@@ -98,10 +98,46 @@ $(VENV)/.installed: $(WHEEL)
 	$(VPY) -m pip install -q --force-reinstall --no-deps $(WHEEL)
 	@touch $@
 
-## bench: write-path benchmarks (not part of `make test`); BENCH_ROWS scales them
-BENCH_ROWS ?= 5000000
-bench: build
-	$(VPY) bench/write_overhead.py --rows $(BENCH_ROWS)
+## bench: Strata (V1 and V2 paths) against Spark Parquet, delta-spark and Iceberg; not part of `make test`.
+## About 55 minutes at the default scale on 2 cores (see README). SCALE (or BENCH_SCALE) multiplies the rows of the
+## bulk writes (default 0.05; SCALE=1: 20M rows per append); ROUNDS (or BENCH_ROUNDS) timed rounds after the warm-up.
+## Results: bench/results/<date>.json, latest.md, latest.png.
+BENCH_SCALE  ?=
+BENCH_ROUNDS ?= 5
+SCALE        ?= $(BENCH_SCALE)
+ROUNDS       ?= $(BENCH_ROUNDS)
+# Peer versions: keep in step with bench/spec.py. delta-spark 4.4.1 is not on Maven Central; 4.4.0 is its newest 4.4.x.
+BENCH_DELTA_VERSION   := 4.4.0
+BENCH_ICEBERG_VERSION := 1.11.0
+BENCH_JARS_DIR := bench/cache/jars
+BENCH_JARS := $(BENCH_JARS_DIR)/delta-spark_4.1_2.13-$(BENCH_DELTA_VERSION).jar \
+              $(BENCH_JARS_DIR)/delta-storage-$(BENCH_DELTA_VERSION).jar \
+              $(BENCH_JARS_DIR)/iceberg-spark-runtime-4.1_2.13-$(BENCH_ICEBERG_VERSION).jar
+
+bench: build bench-jars $(VENV)/.bench-deps
+	$(VPY) bench/run.py $(if $(SCALE),--scale $(SCALE)) --rounds $(ROUNDS)
+
+## bench-jars: the benchmark's peer jars (one artifact each, no dependencies) from Maven Central into bench/cache/jars
+bench-jars: $(BENCH_JARS)
+
+define bench_fetch
+@mkdir -p $(BENCH_JARS_DIR)
+mvn -q -B dependency:copy -Dartifact=$(1) -DoutputDirectory=$(BENCH_JARS_DIR)
+@test -f $@
+endef
+
+$(BENCH_JARS_DIR)/delta-spark_4.1_2.13-$(BENCH_DELTA_VERSION).jar:
+	$(call bench_fetch,io.delta:delta-spark_4.1_2.13:$(BENCH_DELTA_VERSION))
+
+$(BENCH_JARS_DIR)/delta-storage-$(BENCH_DELTA_VERSION).jar:
+	$(call bench_fetch,io.delta:delta-storage:$(BENCH_DELTA_VERSION))
+
+$(BENCH_JARS_DIR)/iceberg-spark-runtime-4.1_2.13-$(BENCH_ICEBERG_VERSION).jar:
+	$(call bench_fetch,org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:$(BENCH_ICEBERG_VERSION))
+
+$(VENV)/.bench-deps: bench/requirements.txt $(VENV)/.deps
+	$(VPY) -m pip install -q -r bench/requirements.txt
+	@touch $@
 
 ## sbt: an sbt shell with the same bootstrap (for development)
 sbt: $(SBT_LAUNCH) $(SBT_REPOS)

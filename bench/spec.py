@@ -1,0 +1,135 @@
+"""What the benchmark measures: systems, workloads, sizes and the settings that make the systems comparable.
+
+Shared by the driver (run.py), the Spark applications (app.py) and the report (report.py). Nothing here imports
+Spark.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# Peer versions (jars from Maven Central into bench/cache/jars; nothing of theirs is committed).
+# The issue asked for delta-spark 4.4.1; Maven Central's newest io.delta:delta-spark_4.1_2.13 is 4.4.0 (checked with
+# mvn against maven-metadata.xml: 4.1.0, 4.2.0, 4.3.0, 4.3.1, 4.4.0), so the benchmark uses 4.4.0.
+DELTA_VERSION = "4.4.0"
+DELTA_VERSION_REQUESTED = "4.4.1"
+ICEBERG_VERSION = "1.11.0"
+DELTA_JARS = (f"delta-spark_4.1_2.13-{DELTA_VERSION}.jar", f"delta-storage-{DELTA_VERSION}.jar")
+ICEBERG_JARS = (f"iceberg-spark-runtime-4.1_2.13-{ICEBERG_VERSION}.jar",)
+
+# The systems, each in its own Spark application. "noop" is the data-generation control (Spark's noop sink); it
+# runs inside the parquet application.
+SYSTEMS = ("parquet", "strata-v1", "strata-v2", "delta", "iceberg")
+CONTROL = "noop"
+LABELS = {
+    "noop": "noop sink (data generation)",
+    "parquet": "Spark Parquet",
+    "strata-v1": "Strata V1",
+    "strata-v2": "Strata V2",
+    "delta": f"delta-spark {DELTA_VERSION}",
+    "iceberg": f"Iceberg {ICEBERG_VERSION}",
+}
+STRATA = ("strata-v1", "strata-v2")
+PEERS = ("delta", "iceberg")
+
+
+@dataclass(frozen=True)
+class Workload:
+    key: str
+    title: str
+    definition: str
+    # Systems that run it; any other system is reported with `not_applicable` (never silently missing).
+    systems: tuple[str, ...]
+    not_applicable: str = ""
+    control: bool = False  # the noop control runs too
+
+
+NO_LOG = "n/a: no transaction log"
+
+WORKLOADS: tuple[Workload, ...] = (
+    Workload("append", "1. Unpartitioned append",
+             "append N rows (mixed schema) to an existing empty unpartitioned table", SYSTEMS, control=True),
+    Workload("part100", "2a. Partitioned append, 100 partitions",
+             "append N rows to an existing empty table partitioned by p = id % 100", SYSTEMS, control=True),
+    Workload("part1000", "2b. Partitioned append, 1,000 partitions",
+             "append N rows to an existing empty table partitioned by p = id % 1000", SYSTEMS, control=True),
+    Workload("overwrite", "5. Overwrite one partition of a 100-partition table",
+             "dynamic overwrite of partition p = 42 with N/100 new rows, on the table 2a just wrote", SYSTEMS),
+    Workload("small_appends", "3. 50 sequential one-row appends",
+             "50 one-row appends, each timed, into a table created empty just before", SYSTEMS[1:], NO_LOG),
+    Workload("snapshot", "4. Snapshot load of a 1,000-commit table",
+             "open a table of 1,000 commits (create + 999 one-row appends) and count its rows; "
+             "parquet: a directory of 999 one-row files (listing, no log)", SYSTEMS),
+    Workload("concurrent", "6. 4 concurrent writers x 25 appends",
+             "4 writer processes per system (each its own Spark application, started before the workload's first "
+             "round) get the same go and append 25 x 1,000 rows each to one new table", SYSTEMS[1:], NO_LOG),
+)
+WORKLOAD_KEYS = tuple(w.key for w in WORKLOADS)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Row counts; `scale` multiplies the row counts of the bulk writes (1.0 = the issue's 20M rows)."""
+    scale: float
+    rows: int  # N: workloads 1 and 2
+    overwrite_rows: int  # workload 5: N / 100, one partition's worth
+    small_appends: int = 50
+    snapshot_commits: int = 1000
+    writers: int = 4
+    writer_appends: int = 25
+    writer_warmup_appends: int = 5  # workload 6's warm-up round: 4 x 5 appends (delta-spark: minutes per full round)
+    writer_rows: int = 1000
+    slices: int = 2  # input partitions of every bulk write (= cores): 2 write tasks without a shuffle
+
+    @staticmethod
+    def of(scale: float) -> Sizes:
+        rows = max(1000, int(round(20_000_000 * scale)))
+        return Sizes(scale=scale, rows=rows, overwrite_rows=max(10, rows // 100))
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# Settings every application gets (the same data, codec, parallelism and memory for every system).
+MASTER = "local[2]"
+DRIVER_MEMORY = "4g"
+WRITER_DRIVER_MEMORY = "1g"
+COMMON_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.parquet.compression.codec": "snappy",
+}
+# V2 distribution, the same for Strata V2 and Iceberg (Strata's WriteConf key is Iceberg's name).
+DISTRIBUTION = {False: "none", True: "hash"}
+ICEBERG_TABLE_PROPERTIES = {
+    "write.parquet.compression-codec": "snappy",  # Iceberg's default is zstd
+    # Iceberg's default is 4 retries; Strata's is 100 (strata.commit.maxRetries) and delta-spark retries blind
+    # appends without a practical limit. Equalized so that workload 6 measures throughput, not give-up policy.
+    "commit.retry.num-retries": "100",
+}
+SETTINGS_NOTES = (
+    f"Every system: Spark {{spark}} `{MASTER}`, driver memory {DRIVER_MEMORY} (concurrent writers {WRITER_DRIVER_MEMORY}), "
+    "`spark.sql.shuffle.partitions=2` (AQE on, Spark's default), snappy, input DataFrame of 2 partitions "
+    "(`spark.range(..., numPartitions=2)`), no file-size target below Iceberg's default 512 MiB "
+    "(`write.target-file-size-bytes`): every write task writes one file per partition it holds.",
+    "V1-path writers (Spark Parquet, Strata V1, delta-spark) get no distribution: each of the 2 tasks sorts its rows by "
+    "the partition column and writes one file per partition (up to 2 files per partition). Strata V2 and Iceberg "
+    "use `write.distribution-mode` = `none` (unpartitioned) / `hash` (partitioned): a shuffle, then about one file "
+    "per partition. These are each path's defaults; both are set explicitly as table properties.",
+    "Iceberg: `write.parquet.compression-codec=snappy` (its default is zstd), `commit.retry.num-retries=100` "
+    "(default 4; Strata's default is 100), Hadoop catalog in a local warehouse with `cache-enabled=false`, "
+    "format version, metrics mode and manifest merging at their defaults.",
+    "delta-spark runs with its defaults, which include per-column statistics collected during the write "
+    "(`delta.dataSkippingNumIndexedCols=32`: all columns here) and a checkpoint every 10 commits; Strata takes its "
+    "statistics from the Parquet footers and also checkpoints every 10 commits (`delta.checkpointInterval`).",
+    "Workload 4 opens the table cold in a warm JVM: delta-spark's DeltaLog cache is cleared "
+    "(`DeltaLog.clearCache()`) and Iceberg's catalog cache is off before each open; Strata and Spark Parquet keep "
+    "no snapshot cache between reads. The 1,000-commit tables are built once (setup, untimed) and cached in "
+    "bench/cache keyed by system and version (Strata: the jar's SHA-256); Strata V1 and V2 read the same table.",
+    "Workload 6 runs after the rounds of workloads 1-5, in its own warm-up round (4 x 5 appends, not 4 x 25: a cold "
+    "round of delta-spark takes about 10 minutes here) plus timed rounds, systems interleaved as elsewhere: its 16 "
+    "writer applications (4 per system) are started once before and stay up (idle when it is not their system's "
+    "turn); its time runs from the go (one command to each writer, back to back) to the last append's end.",
+)
