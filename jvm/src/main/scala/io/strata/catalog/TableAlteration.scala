@@ -6,7 +6,6 @@ import io.strata.shim.RowChecks
 import io.strata.table.TableSchema
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.TableChange
-import org.apache.spark.sql.connector.catalog.constraints.Check
 import org.apache.spark.sql.functions.{coalesce, expr, lit, not}
 import org.apache.spark.sql.types.{StructField, StructType}
 
@@ -25,15 +24,11 @@ object TableAlteration {
     var conf = meta.configuration
     changes.foreach {
       case c: TableChange.SetProperty if CheckConstraints.isConstraintProperty(c.property) =>
-        conf = CheckConstraints.add(CheckConstraints.drop(conf, c.property.substring(CheckConstraints.Prefix.length),
-          ifExists = true, table), c.property.substring(CheckConstraints.Prefix.length), c.value, table)
+        val name = c.property.substring(CheckConstraints.Prefix.length)
+        conf = CheckConstraints.add(CheckConstraints.drop(conf, name, ifExists = true, table), name, c.value, table)
       case c: TableChange.SetProperty => conf = conf + (c.property -> c.value)
       case c: TableChange.RemoveProperty => conf = conf - c.property
-      case c: TableChange.AddConstraint => c.constraint() match {
-        case check: Check => conf = CheckConstraints.add(conf, check.name(), check.predicateSql(), table)
-        case other => throw new InvalidTableOperationException(s"Constraint ${other.name()} is not supported: " +
-          s"Strata tables take CHECK constraints only (got ${other.toDDL}).")
-      }
+      case c: TableChange.AddConstraint => conf = TableCreation.withConstraint(conf, c.constraint(), table)
       case c: TableChange.DropConstraint => conf = CheckConstraints.drop(conf, c.name(), c.ifExists(), table)
       case c: TableChange.AddColumn =>
         val name = topLevel(c.fieldNames, "ADD COLUMN")

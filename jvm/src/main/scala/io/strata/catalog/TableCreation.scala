@@ -6,7 +6,7 @@ import io.strata.log.{ActionCodec, CheckConstraints, InvalidTableOperationExcept
 import io.strata.table.TableSchema
 import io.strata.write.TableDefinition
 import org.apache.spark.sql.connector.catalog.{Column, TableCatalog, TableInfo}
-import org.apache.spark.sql.connector.catalog.constraints.Check
+import org.apache.spark.sql.connector.catalog.constraints.{Check, Constraint}
 import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.types.{StructField, StructType}
 
@@ -22,14 +22,17 @@ object TableCreation {
    * (where the Delta protocol keeps them). Other kinds of constraint (primary, foreign, unique keys) are refused.
    */
   def propertiesOf(info: TableInfo, table: String): java.util.Map[String, String] = {
-    var props = info.properties().asScala.toMap
-    Option(info.constraints()).getOrElse(Array.empty).foreach {
-      case c: Check => props = CheckConstraints.add(props, c.name(), c.predicateSql(), table)
+    Option(info.constraints()).getOrElse(Array.empty[Constraint])
+      .foldLeft(info.properties().asScala.toMap)((props, c) => withConstraint(props, c, table)).asJava
+  }
+
+  /** `configuration` with a DDL constraint added as `delta.constraints.<name>`; only CHECK constraints are taken. */
+  def withConstraint(configuration: Map[String, String], constraint: Constraint, table: String): Map[String, String] =
+    constraint match {
+      case c: Check => CheckConstraints.add(configuration, c.name(), c.predicateSql(), table)
       case other => throw new InvalidTableOperationException(s"Constraint ${other.name()} of $table is not " +
         s"supported: Strata tables take CHECK constraints only (got ${other.toDDL}).")
     }
-    props.asJava
-  }
 
   /** The table a CREATE / REPLACE statement declares. */
   def definition(columns: Array[Column], partitions: Array[Transform], props: Map[String, String]): TableDefinition = {
