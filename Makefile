@@ -100,7 +100,8 @@ $(VENV)/.installed: $(WHEEL)
 
 ## bench: Strata (V1 and V2 paths) against Spark Parquet, delta-spark and Iceberg; not part of `make test`.
 ## About 55 minutes at the default scale on 2 cores (see README). SCALE (or BENCH_SCALE) multiplies the rows of the
-## bulk writes (default 0.05; SCALE=1: 20M rows per append); ROUNDS (or BENCH_ROUNDS) timed rounds after the warm-up.
+## bulk writes (default 0.1; SCALE=1: 20M rows per append); ROUNDS (or BENCH_ROUNDS) timed rounds after the warm-up.
+## For a quick look after a change (results marked partial): SYSTEMS=strata-v1,strata-v2 WORKLOADS=append,part100.
 ## Results: bench/results/<date>.json, latest.md, latest.png.
 BENCH_SCALE  ?=
 BENCH_ROUNDS ?= 5
@@ -115,7 +116,8 @@ BENCH_JARS := $(BENCH_JARS_DIR)/delta-spark_4.1_2.13-$(BENCH_DELTA_VERSION).jar 
               $(BENCH_JARS_DIR)/iceberg-spark-runtime-4.1_2.13-$(BENCH_ICEBERG_VERSION).jar
 
 bench: build bench-jars $(VENV)/.bench-deps
-	$(VPY) bench/run.py $(if $(SCALE),--scale $(SCALE)) --rounds $(ROUNDS)
+	$(VPY) bench/run.py $(if $(SCALE),--scale $(SCALE)) --rounds $(ROUNDS) \
+	  $(if $(SYSTEMS),--systems $(SYSTEMS)) $(if $(WORKLOADS),--workloads $(WORKLOADS))
 
 ## bench-jars: the benchmark's peer jars (one artifact each, no dependencies) from Maven Central into bench/cache/jars
 bench-jars: $(BENCH_JARS)

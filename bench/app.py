@@ -135,31 +135,46 @@ class Parquet(Engine):
         raise NotImplementedError("Spark Parquet has no commits")
 
 
-class StrataV1(Engine):
+class PathFormat(Engine):
+    """A table at a path, written through `df.write.format(fmt)` (the DataSource V1 path) and named `fmt.`path``
+    in SQL: Strata V1 and delta-spark."""
     log_dir = "_delta_log"
+    fmt = ""
 
     def table(self, name: str, partitioned: bool) -> Table:
         path = self.root / "tables" / name
-        return Table(name, path, f"strata.`{path}`", partitioned)
+        return Table(name, path, f"{self.fmt}.`{path}`", partitioned)
+
+    def properties(self, t: Table) -> str:
+        """The CREATE TABLE's TBLPROPERTIES clause, if any."""
+        return ""
 
     def create(self, t: Table) -> None:
         part = " PARTITIONED BY (p)" if t.partitioned else ""
-        self.spark.sql(f"CREATE TABLE {t.ref} ({self.ddl(t)}) USING strata{part} "
-                       f"TBLPROPERTIES ('write.distribution-mode' = '{DISTRIBUTION[t.partitioned]}')")
+        self.spark.sql(f"CREATE TABLE {t.ref} ({self.ddl(t)}) USING {self.fmt}{part}{self.properties(t)}")
 
     def append(self, df: DataFrame, t: Table) -> None:
-        w = df.write.format("strata").mode("append")
+        w = df.write.format(self.fmt).mode("append")
         (w.partitionBy("p") if t.partitioned else w).save(str(t.path))
 
     def overwrite_partitions(self, df: DataFrame, t: Table) -> None:
-        df.write.format("strata").mode("overwrite").option("partitionOverwriteMode", "dynamic") \
+        df.write.format(self.fmt).mode("overwrite").option("partitionOverwriteMode", "dynamic") \
             .partitionBy("p").save(str(t.path))
 
     def open(self, t: Table) -> DataFrame:
-        return self.spark.read.format("strata").load(str(t.path))
+        return self.spark.read.format(self.fmt).load(str(t.path))
 
 
-class StrataV2(StrataV1):
+class StrataV1(PathFormat):
+    fmt = "strata"
+
+    def properties(self, t: Table) -> str:
+        return f" TBLPROPERTIES ('write.distribution-mode' = '{DISTRIBUTION[t.partitioned]}')"
+
+
+class CatalogWrites(Engine):
+    """Writes and reads through the catalog: DataFrameWriterV2 and `spark.table` (the DataSource V2 path)."""
+
     def append(self, df: DataFrame, t: Table) -> None:
         df.writeTo(t.ref).append()
 
@@ -170,33 +185,18 @@ class StrataV2(StrataV1):
         return self.spark.table(t.ref)
 
 
-class Delta(Engine):
-    log_dir = "_delta_log"
+class StrataV2(CatalogWrites, StrataV1):
+    """Strata V1's tables, written and read through the catalog."""
 
-    def table(self, name: str, partitioned: bool) -> Table:
-        path = self.root / "tables" / name
-        return Table(name, path, f"delta.`{path}`", partitioned)
 
-    def create(self, t: Table) -> None:
-        part = " PARTITIONED BY (p)" if t.partitioned else ""
-        self.spark.sql(f"CREATE TABLE {t.ref} ({self.ddl(t)}) USING delta{part}")
-
-    def append(self, df: DataFrame, t: Table) -> None:
-        w = df.write.format("delta").mode("append")
-        (w.partitionBy("p") if t.partitioned else w).save(str(t.path))
-
-    def overwrite_partitions(self, df: DataFrame, t: Table) -> None:
-        df.write.format("delta").mode("overwrite").option("partitionOverwriteMode", "dynamic") \
-            .partitionBy("p").save(str(t.path))
-
-    def open(self, t: Table) -> DataFrame:
-        return self.spark.read.format("delta").load(str(t.path))
+class Delta(PathFormat):
+    fmt = "delta"  # with delta-spark's default table properties
 
     def clear_caches(self) -> None:
         jvm(self.spark).org.apache.spark.sql.delta.DeltaLog.clearCache()
 
 
-class Iceberg(Engine):
+class Iceberg(CatalogWrites, Engine):
     """Hadoop catalogs: `ice` for the run's tables, `icesnap` for the cached 1,000-commit table."""
     log_dir = "metadata"
 
@@ -215,15 +215,6 @@ class Iceberg(Engine):
         props = dict(ICEBERG_TABLE_PROPERTIES, **{"write.distribution-mode": DISTRIBUTION[t.partitioned]})
         props_sql = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
         self.spark.sql(f"CREATE TABLE {t.ref} ({self.ddl(t)}) USING iceberg{part} TBLPROPERTIES ({props_sql})")
-
-    def append(self, df: DataFrame, t: Table) -> None:
-        df.writeTo(t.ref).append()
-
-    def overwrite_partitions(self, df: DataFrame, t: Table) -> None:
-        df.writeTo(t.ref).overwritePartitions()
-
-    def open(self, t: Table) -> DataFrame:
-        return self.spark.table(t.ref)
 
     def commits(self, t: Table) -> int:
         return int(self.spark.sql(f"SELECT count(*) FROM {t.ref}.snapshots").collect()[0][0])

@@ -23,7 +23,7 @@ Method
 
 Knobs
   --scale / BENCH_SCALE   multiplies the row counts of the bulk writes: 1.0 = the issue's N = 20,000,000 rows per
-                          append; default DEFAULT_SCALE (N = 1,000,000). Commit counts (50 small appends, 1,000
+                          append; default DEFAULT_SCALE (N = 2,000,000). Commit counts (50 small appends, 1,000
                           commits, 4 x 25 concurrent appends) do not scale, and they set the floor of a run's length
                           on 2 cores: workloads 1-5 take about 17 minutes at the default scale, workload 6 about 35
                           (delta-spark alone about 5 minutes a round), so a default run takes about 55 minutes.
@@ -53,7 +53,7 @@ from spec import (CONTROL, DELTA_JARS, DELTA_VERSION, DELTA_VERSION_REQUESTED, D
                   COMMON_CONF, ICEBERG_JARS, ICEBERG_TABLE_PROPERTIES, ICEBERG_VERSION, MASTER, SETTINGS_NOTES,
                   STRATA, SYSTEMS, WORKLOADS, WRITER_DRIVER_MEMORY, Sizes, Workload)
 
-DEFAULT_SCALE = 0.05  # N = 1,000,000 rows; see the README for how long a default run takes
+DEFAULT_SCALE = 0.1  # N = 2,000,000 rows; see the README for how long a default run takes
 BENCH = Path(__file__).resolve().parent
 CACHE = BENCH / "cache"
 Json = dict[str, Any]
@@ -147,6 +147,7 @@ class Bench:
         self.setup: dict[str, Json] = {}
         self.info: dict[str, Json] = {}
         self.writers: list[App] = []
+        self.t0 = time.perf_counter()
 
     def cfg(self, system: str) -> Json:
         return {"system": system, "work": str(self.work / system), "snapshots": str(self.snapshots),
@@ -205,7 +206,8 @@ class Bench:
         check = result.get("check")
         if check is not None and not check["ok"]:
             extra += f"  CHECK FAILED: {check}"
-        print(f"[round {rnd}{' warm-up' if rnd == 0 else ''}] {workload.key:13} {system:10} "
+        print(f"{(time.perf_counter() - self.t0) / 60:5.1f} min  [round {rnd}{' warm-up' if rnd == 0 else ''}] "
+              f"{workload.key:13} {system:10} "
               f"{result['seconds']:8.2f} s{extra}", flush=True)
 
     def concurrent(self, system: str, rnd: int, writers: list[App]) -> Json:

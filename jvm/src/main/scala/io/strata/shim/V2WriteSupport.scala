@@ -72,8 +72,12 @@ final class PartitionSplitter(schema: StructType, partitionColumns: Seq[String],
 
   def isPartitioned: Boolean = partOrdinals.nonEmpty
 
-  /** The data columns of `row` (a reused buffer: copy to keep). */
-  def data(row: InternalRow): InternalRow = dataProjection(row)
+  /** The data columns of `row` as an UnsafeRow (a reused buffer: copy to keep); an unpartitioned table's UnsafeRow
+   *  is already that, so it is not copied. */
+  def data(row: InternalRow): InternalRow = row match {
+    case u: org.apache.spark.sql.catalyst.expressions.UnsafeRow if partOrdinals.isEmpty => u
+    case _ => dataProjection(row)
+  }
 
   /** The in-memory size of a row [[data]] returned (an UnsafeRow), the base of file size estimates. */
   def sizeInBytes(data: InternalRow): Long = data match {
@@ -81,8 +85,8 @@ final class PartitionSplitter(schema: StructType, partitionColumns: Seq[String],
     case r => 8L * r.numFields
   }
 
-  /** The partition key of `row`, comparable across rows (a copy). */
-  def key(row: InternalRow): InternalRow = keyProjection(row).copy()
+  /** The partition key of `row`, comparable across rows by equals/hashCode: a reused buffer, copy to keep. */
+  def key(row: InternalRow): InternalRow = keyProjection(row)
 
   /** The partition directory (relative, escaped) and the log partition values of `row`. */
   def partition(row: InternalRow): (String, Map[String, Option[String]]) = {

@@ -37,8 +37,11 @@ final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: 
                              maxRecordsPerFile: Long, targetFileSize: Long, maxOpenFiles: Int, checks: RowChecks,
                              partitionId: Int, taskId: Long)
     extends DataWriter[InternalRow] {
-  private final class OpenFile(val dir: String, val relative: String, val values: Map[String, Option[String]],
-                               val writer: ParquetFiles.FileWriter) { var rows = 0L; var rowBytes = 0L }
+  private final class OpenFile(val key: InternalRow, val dir: String, val relative: String,
+                               val values: Map[String, Option[String]], val writer: ParquetFiles.FileWriter) {
+    var rows = 0L
+    var rowBytes = 0L
+  }
 
   private val tableRoot = jobFiles.tableRoot
   private val fanout = maxOpenFiles > 0
@@ -55,13 +58,13 @@ final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: 
 
   override def write(row: InternalRow): Unit = {
     checks.check(row)
-    val key = if (splitter.isPartitioned) splitter.key(row) else NoKey
+    val key = if (splitter.isPartitioned) splitter.key(row) else NoKey // a reused buffer: copied only when kept
     var file = open.get(key)
-    if (file == null) file = start(key, row)
+    if (file == null) file = start(key.copy(), row)
     else if ((maxRecordsPerFile > 0 && file.rows >= maxRecordsPerFile) ||
       (targetFileSize > 0 && file.rowBytes * bytesPerRowByte >= targetFileSize)) {
-      close(key)
-      file = openFile(key, file.dir, file.values)
+      close(file.key)
+      file = openFile(file.key, file.dir, file.values)
     }
     val data = splitter.data(row)
     file.writer.write(data)
@@ -86,7 +89,7 @@ final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: 
     val name = jobFiles.fileName(partitionId, fileCounter, task.extension)
     fileCounter += 1
     val relative = if (dir.isEmpty) name else s"$dir/$name"
-    val file = new OpenFile(dir, relative, values, task.open(new Path(tableRoot, relative).toString))
+    val file = new OpenFile(key, dir, relative, values, task.open(new Path(tableRoot, relative).toString))
     open.put(key, file)
     file
   }
@@ -96,7 +99,7 @@ final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: 
     if (file != null) {
       file.writer.close()
       finished += ((file.relative, file.values))
-      closedPartitions += key
+      closedPartitions += file.key
       if (targetFileSize > 0 && learnedFrom < 3 && file.rowBytes >= StrataDataWriter.LearnFromRowBytes) {
         val p = new Path(tableRoot, file.relative)
         bytesPerRowByte = p.getFileSystem(files.hadoopConf).getFileStatus(p).getLen.toDouble / file.rowBytes
