@@ -99,8 +99,9 @@ $(VENV)/.installed: $(WHEEL)
 	@touch $@
 
 ## bench: Strata (V1 and V2 paths) against Spark Parquet, delta-spark and Iceberg; not part of `make test`.
-## About 55 minutes at the default scale on 2 cores (see README). SCALE (or BENCH_SCALE) multiplies the rows of the
-## bulk writes (default 0.1; SCALE=1: 20M rows per append); ROUNDS (or BENCH_ROUNDS) timed rounds after the warm-up.
+## The committed default run took 58.7 minutes on 2 cores, 33 of them delta-spark's (see README).
+## SCALE (or BENCH_SCALE) multiplies the rows of the bulk writes (default 0.1; SCALE=1: 20M rows per append);
+## ROUNDS (or BENCH_ROUNDS) timed rounds after the warm-up.
 ## For a quick look after a change (results marked partial): SYSTEMS=strata-v1,strata-v2 WORKLOADS=append,part100.
 ## Results: bench/results/<date>.json, latest.md, latest.png.
 BENCH_SCALE  ?=

@@ -25,8 +25,8 @@ Knobs
   --scale / BENCH_SCALE   multiplies the row counts of the bulk writes: 1.0 = the issue's N = 20,000,000 rows per
                           append; default DEFAULT_SCALE (N = 2,000,000). Commit counts (50 small appends, 1,000
                           commits, 4 x 25 concurrent appends) do not scale, and they set the floor of a run's length
-                          on 2 cores: workloads 1-5 take about 17 minutes at the default scale, workload 6 about 35
-                          (delta-spark alone about 5 minutes a round), so a default run takes about 55 minutes.
+                          on 2 cores: the committed default run (bench/results/2026-11-23.json) took 58.7 minutes,
+                          33 of them delta-spark's (27 in workload 6, about 5 minutes a round).
   --rounds / BENCH_ROUNDS timed rounds after the warm-up (default 5).
   --out                   results folder (default bench/results): <date>.json (every raw run), latest.md, latest.png.
 

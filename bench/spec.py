@@ -128,8 +128,8 @@ SETTINGS_NOTES = (
     "(`DeltaLog.clearCache()`) and Iceberg's catalog cache is off before each open; Strata and Spark Parquet keep "
     "no snapshot cache between reads. The 1,000-commit tables are built once (setup, untimed) and cached in "
     "bench/cache keyed by system and version (Strata: the jar's SHA-256); Strata V1 and V2 read the same table.",
-    "Workload 6 runs after the rounds of workloads 1-5, in its own warm-up round (4 x 5 appends, not 4 x 25: a cold "
-    "round of delta-spark takes about 10 minutes here) plus timed rounds, systems interleaved as elsewhere: its 16 "
+    "Workload 6 runs after the rounds of workloads 1-5, in its own warm-up round (4 x 5 appends, not 4 x 25: delta-spark's "
+    "warm-up alone took 155 s in the 2026-11-23 run) plus timed rounds, systems interleaved as elsewhere: its 16 "
     "writer applications (4 per system) are started once before and stay up (idle when it is not their system's "
     "turn); its time runs from the go (one command to each writer, back to back) to the last append's end.",
 )
