@@ -63,9 +63,8 @@ final class DirectCommitProtocol(
 
   override def commitTask(taskContext: TaskAttemptContext): TaskCommitMessage = {
     val conf = taskContext.getConfiguration
-    val adds = taskFiles.toSeq.flatMap { relative =>
-      DataFiles.finish(tableRoot, relative, partitionValues(relative), conf, numIndexedCols)
-    }
+    val dataFiles = new DataFiles(tableRoot, conf, numIndexedCols)
+    val adds = taskFiles.toSeq.flatMap(relative => dataFiles.finish(relative, partitionValues(relative)))
     // Last, so that the time between the authorization and the driver hearing of this task stays as short as it can.
     io.strata.shim.SparkInternals.authorizeTaskCommit(taskContext)
     io.strata.shim.WriteFaults.afterCommitAuthorized(conf)

@@ -110,9 +110,8 @@ final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: 
 
   override def commit(): WriterCommitMessage = {
     open.keySet.toArray.foreach(k => close(k.asInstanceOf[InternalRow]))
-    val adds: Seq[AddFile] = finished.toSeq.flatMap { case (relative, values) =>
-      DataFiles.finish(tableRoot, relative, values, files.hadoopConf, numIndexedCols)
-    }
+    val dataFiles = new DataFiles(tableRoot, files.hadoopConf, numIndexedCols)
+    val adds: Seq[AddFile] = finished.toSeq.flatMap { case (relative, values) => dataFiles.finish(relative, values) }
     io.strata.shim.WriteFaults.afterCommitAuthorized(files.hadoopConf) // Spark authorized this commit already
     StrataTaskCommit(adds)
   }
