@@ -317,7 +317,6 @@ def main() -> int:
     shutil.rmtree(CACHE / "work", ignore_errors=True)  # what an interrupted run left
     bench = Bench(sizes, args.rounds, args.jars, systems, workloads)
     started = dt.datetime.now(dt.timezone.utc)
-    t0 = time.perf_counter()
     host = machine()
     print(f"benchmark {bench.run_id}: scale {args.scale} (N = {sizes.rows:,} rows), {args.rounds} rounds after a "
           f"warm-up, systems {', '.join(systems)}; logs in {bench.logs}", flush=True)
@@ -340,7 +339,7 @@ def main() -> int:
         "benchmark": "strata-vs-parquet-delta-iceberg",
         "run_id": bench.run_id,
         "started": started.isoformat(timespec="seconds"),
-        "duration_s": round(time.perf_counter() - t0, 1),
+        "duration_s": round(time.perf_counter() - bench.t0, 1),
         "scale": args.scale,
         "default_scale": DEFAULT_SCALE,
         "sizes": sizes.to_json(),

@@ -8,7 +8,7 @@ import org.apache.hadoop.mapreduce.{Job, JobID, TaskAttemptID, TaskID, TaskType}
 import org.apache.hadoop.mapreduce.task.TaskAttemptContextImpl
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{BoundReference, Cast, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, Cast, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.datasources.{OutputWriter, OutputWriterFactory}
 import org.apache.spark.sql.types.{StringType, StructType}
 import org.apache.spark.util.SerializableConfiguration
@@ -74,16 +74,13 @@ final class PartitionSplitter(schema: StructType, partitionColumns: Seq[String],
 
   /** The data columns of `row` as an UnsafeRow (a reused buffer: copy to keep); an unpartitioned table's UnsafeRow
    *  is already that, so it is not copied. */
-  def data(row: InternalRow): InternalRow = row match {
-    case u: org.apache.spark.sql.catalyst.expressions.UnsafeRow if partOrdinals.isEmpty => u
+  def data(row: InternalRow): UnsafeRow = row match {
+    case u: UnsafeRow if partOrdinals.isEmpty => u
     case _ => dataProjection(row)
   }
 
-  /** The in-memory size of a row [[data]] returned (an UnsafeRow), the base of file size estimates. */
-  def sizeInBytes(data: InternalRow): Long = data match {
-    case u: org.apache.spark.sql.catalyst.expressions.UnsafeRow => u.getSizeInBytes.toLong
-    case r => 8L * r.numFields
-  }
+  /** The in-memory size of a row [[data]] returned, the base of file size estimates. */
+  def sizeInBytes(data: UnsafeRow): Long = data.getSizeInBytes.toLong
 
   /** The partition key of `row`, comparable across rows by equals/hashCode: a reused buffer, copy to keep. */
   def key(row: InternalRow): InternalRow = keyProjection(row)

@@ -8,7 +8,7 @@ import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.{JsonNodeFactory, ObjectNode}
 import io.strata.log.ActionCodec
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
+import org.apache.hadoop.fs.FileStatus
 import org.apache.parquet.ParquetReadOptions
 import org.apache.parquet.column.statistics.Statistics
 import org.apache.parquet.hadoop.ParquetFileReader
@@ -37,8 +37,8 @@ object DataFileStats {
   private val ntzFormat = DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS").withZone(ZoneOffset.UTC)
   private val MaxCodePoint = new String(Character.toChars(Character.MAX_CODE_POINT))
 
-  def read(path: Path, conf: Configuration, options: ParquetReadOptions, numIndexedCols: Int): FileStats = {
-    val reader = ParquetFileReader.open(HadoopInputFile.fromPath(path, conf), options)
+  def read(file: FileStatus, conf: Configuration, options: ParquetReadOptions, numIndexedCols: Int): FileStats = {
+    val reader = ParquetFileReader.open(HadoopInputFile.fromStatus(file, conf), options)
     try fromFooter(reader.getFooter, numIndexedCols) finally reader.close()
   }
 

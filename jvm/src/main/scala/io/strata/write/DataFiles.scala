@@ -22,10 +22,10 @@ final class DataFiles(tableRoot: String, conf: Configuration, numIndexedCols: In
   def finish(relative: String, partitionValues: Map[String, Option[String]]): Option[AddFile] = {
     val path = new Path(tableRoot, relative)
     val fs = path.getFileSystem(conf)
-    val stats = DataFileStats.read(path, conf, readOptions, numIndexedCols)
+    val status = fs.getFileStatus(path) // one stat serves the footer read and the add action
+    val stats = DataFileStats.read(status, conf, readOptions, numIndexedCols)
     if (stats.numRecords == 0) { fs.delete(path, false); None }
     else {
-      val status = fs.getFileStatus(path)
       Some(AddFile(PartitionPaths.encode(relative), partitionValues, status.getLen, status.getModificationTime,
         dataChange = true, stats = Some(stats.json)))
     }
