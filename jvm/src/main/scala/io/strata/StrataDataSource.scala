@@ -41,12 +41,14 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
     val spark = sqlContext.sparkSession
     val options = StrataOptions.parseRead(SparkInternals.originalOptions(parameters))
     val log = tableLog(sqlContext, parameters)
-    SnapshotReader.relation(spark, SnapshotReader.snapshotFor(spark, log, options))
+    SnapshotReader.relation(spark, SnapshotReader.snapshotFor(spark, log, options),
+      timeTravel = options.versionAsOf.isDefined || options.timestampAsOf.isDefined)
   }
 
   override def createRelation(sqlContext: SQLContext, mode: SaveMode, parameters: Map[String, String],
                               data: DataFrame): BaseRelation = {
-    val options = StrataOptions.parseWrite(SparkInternals.originalOptions(parameters))
+    val options = StrataOptions.withSessionTransaction(StrataOptions.parseWrite(SparkInternals.originalOptions(parameters)),
+      sqlContext.sparkSession.conf.getOption)
     val log = tableLog(sqlContext, parameters)
     val exists = log.exists
     mode match {

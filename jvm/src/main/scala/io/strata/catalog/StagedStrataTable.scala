@@ -21,6 +21,8 @@ import scala.jdk.CollectionConverters._
 final class StagedStrataTable(log: TableLog, tableName: String, definition: TableDefinition, operation: String)
     extends StagedTable with SupportsWrite {
   @volatile private var written = false
+  /** CREATE TABLE AS SELECT (not a replace): the commit must find no table, even one created while the query ran. */
+  private val createOnly = operation == TableCreation.CreateAsSelect
 
   override def name(): String = tableName
   override def schema(): StructType = definition.schema
@@ -34,13 +36,15 @@ final class StagedStrataTable(log: TableLog, tableName: String, definition: Tabl
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = new WriteBuilder with SupportsTruncate {
     override def truncate(): WriteBuilder = this // the staged table is new or fully replaced anyway
     override def build(): Write = {
-      val options = StrataOptions.parseCatalogWrite(info.options().asCaseSensitiveMap().asScala.toMap)
-      val write = TableWrite.define(log, info.schema(), definition, operation, options)
+      val options = StrataOptions.parseCatalogWrite(info.options().asCaseSensitiveMap().asScala.toMap,
+        org.apache.spark.sql.SparkSession.active.conf.getOption)
+      val write = TableWrite.define(log, info.schema(), definition, operation, options, createOnly)
       new StrataWrite(log, info, write, () => written = true)
     }
   }
 
-  override def commitStagedChanges(): Unit = if (!written) TableCreation.commitDefinition(log, definition, operation)
+  override def commitStagedChanges(): Unit =
+    if (!written) TableCreation.commitDefinition(log, definition, operation, createOnly)
 
   override def abortStagedChanges(): Unit = () // nothing was committed; written files were deleted by the write
 }

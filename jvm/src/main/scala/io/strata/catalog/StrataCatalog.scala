@@ -63,12 +63,13 @@ class StrataCatalog extends StagingTableCatalog with SupportsNamespaces {
     val v = version.toLongOption.getOrElse(throw new IllegalArgumentException(
       s"VERSION AS OF needs a whole version number, not '$version'."))
     if (!tableExists(ident)) throw new NoSuchTableException(ident.namespace().toIndexedSeq :+ ident.name())
-    new StrataV2Table(displayName(ident), logOf(ident).snapshotAt(v))
+    new StrataV2Table(displayName(ident), logOf(ident).snapshotAt(v), timeTravel = true)
   }
 
   override def loadTable(ident: Identifier, timestampMicros: Long): Table = {
     if (!tableExists(ident)) throw new NoSuchTableException(ident.namespace().toIndexedSeq :+ ident.name())
-    new StrataV2Table(displayName(ident), logOf(ident).snapshotAsOf(Math.floorDiv(timestampMicros, 1000L)))
+    new StrataV2Table(displayName(ident), logOf(ident).snapshotAsOf(Math.floorDiv(timestampMicros, 1000L)),
+      timeTravel = true)
   }
 
   override def tableExists(ident: Identifier): Boolean = logOf(ident).exists
@@ -111,7 +112,7 @@ class StrataCatalog extends StagingTableCatalog with SupportsNamespaces {
   override def stageCreate(ident: Identifier, columns: Array[Column], partitions: Array[Transform],
                            properties: util.Map[String, String]): StagedTable = {
     if (tableExists(ident)) throw new TableAlreadyExistsException(ident.namespace().toIndexedSeq :+ ident.name())
-    staged(ident, columns, partitions, properties, "CREATE TABLE AS SELECT")
+    staged(ident, columns, partitions, properties, TableCreation.CreateAsSelect)
   }
 
   override def stageReplace(ident: Identifier, columns: Array[Column], partitions: Array[Transform],

@@ -6,7 +6,7 @@ import io.strata.log.{ProtocolSupport, Snapshot, TableLog}
 import io.strata.shim.SparkInternals
 import io.strata.write.v2.StrataWriteBuilder
 import org.apache.spark.sql.connector.write.{LogicalWriteInfo, WriteBuilder}
-import io.strata.read.SnapshotReader
+import io.strata.read.{SnapshotRead, SnapshotReader}
 import io.strata.shim.ParquetScans
 import io.strata.table.TableSchema
 import org.apache.spark.sql.SparkSession
@@ -19,8 +19,10 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import scala.jdk.CollectionConverters._
 
 /** A Strata table as DataSource V2 sees it, pinned to one snapshot. Reads go through Spark's Parquet scan. */
-final class StrataV2Table(val tableName: String, val snapshot: Snapshot) extends Table with SupportsRead
-    with SupportsWrite {
+final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val timeTravel: Boolean = false)
+    extends Table with SupportsRead with SupportsWrite with SnapshotRead {
+  override def readTablePath: org.apache.hadoop.fs.Path = snapshot.tablePath
+  override def readVersion: Long = snapshot.version
   private val table = TableSchema.of(snapshot.metadata)
   ProtocolSupport.checkReadable(snapshot.protocol, snapshot.tablePath.toString)
 
@@ -47,6 +49,6 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot) extends
   override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = {
     val spark = SparkSession.active
     val dataSchema = StructType(table.schema.fields.filterNot(f => table.partitionColumns.contains(f.name)))
-    ParquetScans.scanBuilder(spark, SnapshotReader.fileIndex(spark, snapshot), table.schema, dataSchema, options)
+    ParquetScans.scanBuilder(spark, SnapshotReader.fileIndex(spark, snapshot, timeTravel = timeTravel), table.schema, dataSchema, options)
   }
 }

@@ -1,6 +1,6 @@
 package io.strata.catalog
 
-import io.strata.log.{CheckConstraint, CheckConstraints, InvalidTableOperationException, Operation, Snapshot, TableLog, TableNotFoundException}
+import io.strata.log.{CheckConstraint, CheckConstraints, InvalidTableOperationException, Operation, Snapshot, TableLog, TableNotFoundException, TableOperation}
 import io.strata.read.SnapshotReader
 import io.strata.shim.RowChecks
 import io.strata.table.TableSchema
@@ -53,13 +53,11 @@ object TableAlteration {
         s"ALTER TABLE change ${other.getClass.getSimpleName} is not supported by Strata yet; nothing was changed.")
     }
     val added = CheckConstraints.of(conf).filterNot(CheckConstraints.of(meta.configuration).contains)
-    if (added.nonEmpty) {
-      validate(snapshot, schema, added)
-      txn.readFiles(snapshot.files)
-    }
-    meta = meta.copy(configuration = conf)
-    txn.updateMetadata(meta.copy(schemaString = schema.json))
-    txn.commit(Nil, Operation("ALTER TABLE", Map("changes" -> changes.map(_.getClass.getSimpleName).mkString(","))))
+    if (added.nonEmpty) validate(snapshot, schema, added)
+    meta = meta.copy(configuration = conf, schemaString = schema.json)
+    // Rows checked against a new constraint must stay as read; concurrent adds conflict with any metadata change.
+    txn.commit(TableOperation.ChangeMetadata(meta, if (added.nonEmpty) snapshot.files else Nil), Nil,
+      Operation("ALTER TABLE", Map("changes" -> changes.map(_.getClass.getSimpleName).mkString(","))))
   }
 
   /** Fails naming the constraint when it does not apply to the schema or a row of the table breaks it. */

@@ -2,7 +2,7 @@ package io.strata.catalog
 
 import java.util.UUID
 
-import io.strata.log.{ActionCodec, CheckConstraints, InvalidTableOperationException, Metadata, Operation, TableLog}
+import io.strata.log.{ActionCodec, CheckConstraints, InvalidTableOperationException, Metadata, Operation, TableLog, TableOperation}
 import io.strata.table.TableSchema
 import io.strata.write.TableDefinition
 import org.apache.spark.sql.connector.catalog.{Column, TableCatalog, TableInfo}
@@ -14,6 +14,7 @@ import scala.jdk.CollectionConverters._
 
 /** CREATE TABLE for both catalogs: version 0 of the log, holding schema, partitioning, comment and properties. */
 object TableCreation {
+  val CreateAsSelect = "CREATE TABLE AS SELECT"
   private val reserved = Set(TableCatalog.PROP_PROVIDER, TableCatalog.PROP_LOCATION, TableCatalog.PROP_COMMENT,
     TableCatalog.PROP_OWNER, TableCatalog.PROP_EXTERNAL, TableCatalog.PROP_IS_MANAGED_LOCATION, "path")
 
@@ -51,19 +52,20 @@ object TableCreation {
   }
 
   def create(log: TableLog, columns: Array[Column], partitions: Array[Transform], props: Map[String, String]): Unit =
-    commitDefinition(log, definition(columns, partitions, props), "CREATE TABLE")
+    commitDefinition(log, definition(columns, partitions, props), "CREATE TABLE", createOnly = true)
 
-  /** Commits a table definition without data (CREATE TABLE, or a REPLACE that wrote no rows: all files removed). */
-  def commitDefinition(log: TableLog, d: TableDefinition, operation: String): Unit = {
+  /**
+   * Commits a table definition without data (CREATE TABLE, or a REPLACE that wrote no rows: all files removed).
+   * `createOnly`: fails unless no version of the table exists, even one created concurrently.
+   */
+  def commitDefinition(log: TableLog, d: TableDefinition, operation: String, createOnly: Boolean): Unit = {
     val txn = log.startTransaction()
+    if (createOnly) txn.requireNoTable()
     val base = txn.readSnapshot.map(_.metadata).getOrElse(Metadata(id = UUID.randomUUID().toString, schemaString = "",
       createdTime = Some(System.currentTimeMillis())))
-    txn.updateMetadata(base.copy(description = d.description, schemaString = d.schema.json,
-      partitionColumns = d.partitionColumns, configuration = d.properties))
-    val now = System.currentTimeMillis()
-    val removes = txn.readSnapshot.map(_.files.map(_.remove(now))).getOrElse(Nil)
-    txn.readSnapshot.foreach(s => txn.readFiles(s.files))
-    txn.commit(removes, Operation(operation, Map(
-      "partitionBy" -> ActionCodec.mapper.writeValueAsString(d.partitionColumns.toArray))))
+    val meta = base.copy(description = d.description, schemaString = d.schema.json,
+      partitionColumns = d.partitionColumns, configuration = d.properties)
+    txn.commit(TableOperation.ReplaceTable(meta, txn.readSnapshot.map(_.files).getOrElse(Nil), Nil, createOnly), Nil,
+      Operation(operation, Map("partitionBy" -> ActionCodec.mapper.writeValueAsString(d.partitionColumns.toArray))))
   }
 }

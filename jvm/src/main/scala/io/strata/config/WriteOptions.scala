@@ -53,6 +53,20 @@ object StrataOptions {
   /** Options of delta-spark that Strata will support but does not yet: named so the error can say so. */
   private val comingSoon = Seq("dataChange", "optimizeWrite", "autoCompact")
 
+  /** Session confs that make every write of the session idempotent (SQL has no write options), as delta-spark's. */
+  val SessionTxnAppId = "spark.strata.txnAppId"
+  val SessionTxnVersion = "spark.strata.txnVersion"
+
+  /** `o` with the session's application transaction when the write itself names none (write options win). */
+  def withSessionTransaction(o: WriteOptions, session: String => Option[String]): WriteOptions =
+    if (o.txnAppId.isDefined) o else (session(SessionTxnAppId), session(SessionTxnVersion)) match {
+      case (None, None) => o
+      case (Some(app), Some(v)) if app.trim.nonEmpty =>
+        o.copy(txnAppId = Some(app), txnVersion = Some(positiveLong(SessionTxnVersion, v, allowZero = true)))
+      case _ => throw new InvalidTableOperationException(s"Session confs $SessionTxnAppId and $SessionTxnVersion " +
+        "go together: set both (a non-empty application id and its increasing version) or neither.")
+    }
+
   /** Options of a path (V1) write. */
   def parseWrite(options: Map[String, String]): WriteOptions = {
     V2Only.find(k => options.keys.exists(_.equalsIgnoreCase(k))).foreach { k =>
@@ -63,7 +77,8 @@ object StrataOptions {
   }
 
   /** Options of a catalog (V2) write: the path-write options plus the distribution settings. */
-  def parseCatalogWrite(options: Map[String, String]): WriteOptions = parse(options, writeKeys ++ V2Only)
+  def parseCatalogWrite(options: Map[String, String], session: String => Option[String]): WriteOptions =
+    withSessionTransaction(parse(options, writeKeys ++ V2Only), session)
 
   private def parse(options: Map[String, String], keys: Seq[String]): WriteOptions = {
     val o = normalize(options, keys)

@@ -16,6 +16,11 @@ final class UnsupportedProtocolException(message: String) extends StrataExceptio
 final class TableNotFoundException(val path: String)
   extends StrataException(s"No Strata/Delta table at $path: there is no _delta_log with commits there.")
 
+/** CREATE of a table that exists (or was created while the statement ran). */
+final class TableAlreadyExistsException(val path: String, val version: Long)
+  extends StrataException(s"Table $path already exists (version $version). Use mode 'append' or 'overwrite', " +
+    "INSERT, or CREATE OR REPLACE / REPLACE TABLE to replace it.")
+
 /** The storage under the table cannot give the atomic put-if-absent a commit needs. */
 final class UnsafeLogStoreException(message: String) extends StrataException(message)
 

@@ -84,9 +84,9 @@ object LogStore {
         case "hdfs" | "viewfs" => new HdfsLogStore(fs)
         case other => throw new UnsafeLogStoreException(
           s"Strata cannot commit safely to $tablePath: the '$other' file system has no atomic put-if-absent " +
-            s"that Strata knows to use, and committing without one can lose concurrent commits. Set " +
-            s"spark.hadoop.${implKey(other)} to a LogStore class that provides one (io.strata.log.HdfsLogStore " +
-            "works for any file system whose rename is atomic and never replaces an existing file).")
+            s"that Strata knows to use (Strata commits to 'file', 'hdfs' and 'viewfs' paths), and committing " +
+            s"without one can lose concurrent commits. Set spark.hadoop.${implKey(other)} to a LogStore class " +
+            "whose putIfAbsent is atomic on that store.")
       }
     }
   }
@@ -116,7 +116,10 @@ final class LocalLogStore(val fs: FileSystem) extends LogStore {
   }
 }
 
-/** HDFS and similar: write a temporary file, then rename it without overwrite (atomic on HDFS). */
+/**
+ * HDFS: write a temporary file, then rename it without overwrite. FileContext's rename(NONE) is atomic on HDFS only
+ * (object stores emulate it with copy and delete), so this store serves `hdfs` and `viewfs` paths alone.
+ */
 final class HdfsLogStore(val fs: FileSystem) extends LogStore {
   override def putIfAbsent(path: Path, lines: Seq[String]): Unit = {
     val tmp = tempPath(path)

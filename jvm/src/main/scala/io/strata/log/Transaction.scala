@@ -13,15 +13,12 @@ final case class Operation(
     metrics: Map[String, Long] = Map.empty,
     userMetadata: Option[String] = None)
 
-/** A set of partitions (or the whole table) a transaction read: a concurrent add inside it is a conflict. */
-final case class ReadPredicate(description: String, matches: Map[String, Option[String]] => Boolean)
-
-object ReadPredicate {
-  val WholeTable: ReadPredicate = ReadPredicate("the whole table", _ => true)
-}
-
-/** The outcome of a commit. */
-final case class CommitResult(version: Long, attempts: Int, commitInfo: CommitInfo)
+/**
+ * The outcome of a commit. `alreadyCommitted`: nothing was written because version `version` of the table already
+ * records this application's transaction version (an idempotent retry); `commitInfo` is then the one we would have
+ * written.
+ */
+final case class CommitResult(version: Long, attempts: Int, commitInfo: CommitInfo, alreadyCommitted: Boolean = false)
 
 /**
  * An optimistic transaction (PROTOCOL.md, "Optimistic Concurrency Control"): it reads version N, stages actions and
@@ -31,31 +28,52 @@ final case class CommitResult(version: Long, attempts: Int, commitInfo: CommitIn
  */
 final class Transaction private[log] (val log: TableLog, val readSnapshot: Option[Snapshot]) {
   val readVersion: Long = readSnapshot.map(_.version).getOrElse(-1L)
+  /** One id for every attempt of this commit: after an ambiguous write, the version file tells whose it is. */
+  val txnId: String = UUID.randomUUID().toString
   private var newMetadata: Option[Metadata] = None
-  private var readPredicates: Vector[ReadPredicate] = Vector.empty
-  private var readFilePaths: Set[String] = Set.empty
-  private var readAppIds: Set[String] = Set.empty
+  private var reads = ReadSet()
+  private var requireNewTable = false
   private var committed = false
 
   /** The metadata this transaction will commit with (the new one, if set). */
   def metadata: Option[Metadata] = newMetadata.orElse(readSnapshot.map(_.metadata))
   def protocol: Option[Protocol] = readSnapshot.map(_.protocol)
+  /** What this transaction has declared it read so far. */
+  def readSet: ReadSet = reads
 
   /** Sets new table metadata (creating a table, or changing schema, partitioning or properties). */
   def updateMetadata(m: Metadata): Unit = newMetadata = Some(m)
 
-  /** Declares that the outcome depends on the rows in these partitions (overwrite, replaceWhere, ...). */
-  def readWhere(predicate: ReadPredicate): Unit = readPredicates :+= predicate
+  /** CREATE semantics: the commit fails with [[TableAlreadyExistsException]] unless no version of the table exists. */
+  def requireNoTable(): Unit = {
+    readSnapshot.foreach(s => throw new TableAlreadyExistsException(log.tablePath.toString, s.version))
+    requireNewTable = true
+  }
+
+  /** Declares that the outcome depends on the rows this predicate selects (overwrite, replaceWhere, a read input). */
+  def readWhere(predicate: FilePredicate): Unit =
+    if (!reads.predicates.contains(predicate)) reads = reads.copy(predicates = reads.predicates :+ predicate)
 
   /** Declares that the outcome depends on these files still being there (files it will remove or rewrite). */
   def readFiles(files: Iterable[AddFile]): Unit =
-    readFilePaths ++= files.map(f => Snapshot.absolutePath(log.tablePath, f.path).toString)
+    reads = reads.copy(files = reads.files ++ files.map(f => Snapshot.absolutePath(log.tablePath, f.path).toString))
+
+  /**
+   * Declares that this transaction's input read the table at `version` (older than [[readVersion]]): the commits
+   * after it are validated against the read set like concurrent winners.
+   */
+  def readInputAt(version: Long): Unit =
+    if (version < readVersion) reads = reads.copy(fromVersion = Some(reads.fromVersion.fold(version)(math.min(_, version))))
 
   /** The last version `appId` committed, recorded so that a concurrent commit of the same app is a conflict. */
   def applicationVersion(appId: String): Option[Long] = {
-    readAppIds += appId
+    reads = reads.copy(appIds = reads.appIds + appId)
     readSnapshot.flatMap(_.transactionVersion(appId))
   }
+
+  /** Commits `op` (its reads declared, its actions staged) plus `extra` actions (a `txn`) as the next version. */
+  def commit(op: TableOperation, extra: Seq[Action], operation: Operation): CommitResult =
+    commit(op.stage(this, System.currentTimeMillis()) ++ extra, operation)
 
   /** Commits `actions` as the next version. Single use. */
   def commit(actions: Seq[Action], operation: Operation): CommitResult = {
@@ -77,27 +95,65 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     newMetadata.foreach(staged += _)
     staged ++= actions
     val body = staged.result()
-    val checker = new ConflictChecker(this, body, isolation, readPredicates, readFilePaths, readAppIds)
+    val checker = new ConflictChecker(log, body, isolation, reads, readVersion,
+      changesMetadata = newMetadata.isDefined || requireNewTable)
+    val info = commitInfo(operation, body, checker.isBlindAppend, isolation)
+    val lines = (info +: body).map(ActionCodec.serialize)
+    // Idempotence against the version this transaction read; the winners are checked in the loop.
+    body.collectFirst { case t: SetTransaction if readSnapshot.flatMap(_.transactionVersion(t.appId)).exists(_ >= t.version) =>
+      Transaction.logger.info(s"Application '${t.appId}' version ${t.version} is already committed in ${log.tablePath}.")
+      return CommitResult(readVersion, 1, info, alreadyCommitted = true)
+    }
 
     val maxAttempts = log.conf.getInt(Transaction.MaxRetriesKey, Transaction.DefaultMaxRetries) + 1
     var version = readVersion + 1
     var attempt = 1
-    while (true) {
-      val info = commitInfo(operation, body, checker.isBlindAppend, isolation)
-      val lines = (info +: body).map(ActionCodec.serialize)
-      try {
-        log.store.putIfAbsent(FileNames.deltaFile(log.logPath, version), lines)
-        postCommit(version, meta)
-        return CommitResult(version, attempt, info)
-      } catch {
-        case _: FileAlreadyExistsException | _: java.nio.file.FileAlreadyExistsException =>
-          if (attempt >= maxAttempts) throw new CommitRetriesExhaustedException(attempt, version)
-          version = checker.checkWinnersFrom(version) + 1
-          attempt += 1
+    var ioFailures = 0
+    try {
+      // Commits between the input's read and this transaction's read are validated like winners.
+      reads.fromVersion.foreach(v => checker.checkCommits(v + 1, Some(readVersion)))
+      Transaction.beforeCommitHook.get().foreach(_(this))
+      while (true) {
+        val outcome = try { log.store.putIfAbsent(FileNames.deltaFile(log.logPath, version), lines); None } catch {
+          case e: FileAlreadyExistsException => Some(e)
+          case e: java.nio.file.FileAlreadyExistsException => Some(e)
+          case e: java.io.IOException =>
+            // Ambiguous: the version may or may not have been written. Our txnId says whether it is ours.
+            ownCommitAt(version) match {
+              case Some(true) => None
+              case Some(false) => Some(e)
+              case None =>
+                ioFailures += 1
+                if (ioFailures >= Transaction.MaxIoFailures) throw e
+                Some(null)
+            }
+        }
+        outcome match {
+          case None =>
+            postCommit(version, meta)
+            return CommitResult(version, attempt, info)
+          case Some(null) => attempt += 1 // nothing landed: the same version again
+          case Some(_) =>
+            if (attempt >= maxAttempts) throw new CommitRetriesExhaustedException(attempt, version)
+            version = checker.checkCommits(version, None) + 1
+            attempt += 1
+        }
       }
+    } catch {
+      case a: AlreadyCommitted =>
+        Transaction.logger.info(s"Application '${a.appId}' version ${a.appVersion} is already committed in version " +
+          s"${a.version} of ${log.tablePath}: nothing to commit.")
+        return CommitResult(a.version, attempt, info, alreadyCommitted = true)
     }
     throw new IllegalStateException("unreachable")
   }
+
+  /** After an ambiguous write of `version`: Some(true) if it holds this transaction, Some(false) if another's. */
+  private def ownCommitAt(version: Long): Option[Boolean] =
+    try {
+      val actions = log.readCommit(version)
+      Some(actions.exists { case c: CommitInfo => Option(c.json.get("txnId")).exists(_.asText == txnId); case _ => false })
+    } catch { case _: CorruptLogException => None }
 
   private def validate(actions: Seq[Action], meta: Metadata): Unit = {
     if (actions.exists(_.isInstanceOf[Metadata]) || actions.exists(_.isInstanceOf[Protocol])) {
@@ -136,7 +192,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     }
     op.userMetadata.foreach(o.put("userMetadata", _))
     o.put("engineInfo", Transaction.engineInfo)
-    o.put("txnId", UUID.randomUUID().toString)
+    o.put("txnId", txnId)
     CommitInfo(o)
   }
 
@@ -154,6 +210,14 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
 object Transaction {
   val MaxRetriesKey = "strata.commit.maxRetries"
   val DefaultMaxRetries = 100
+  /** I/O failures (nothing landed) tolerated on one version before the error is raised. */
+  private val MaxIoFailures = 3
+
+  /**
+   * Test-only: runs between a transaction's read and its first commit attempt (in the committing thread), so tests
+   * can make a rival commit land exactly there. Empty in production.
+   */
+  val beforeCommitHook = new java.util.concurrent.atomic.AtomicReference[Option[Transaction => Unit]](None)
   private val logger = org.slf4j.LoggerFactory.getLogger(classOf[Transaction])
 
   lazy val strataVersion: String = {
@@ -167,64 +231,5 @@ object Transaction {
     val spark = scala.util.Try(Class.forName("org.apache.spark.package$").getField("MODULE$").get(null))
       .flatMap(m => scala.util.Try(m.getClass.getMethod("SPARK_VERSION").invoke(m).toString)).toOption
     s"Strata/$strataVersion" + spark.map(v => s" Apache-Spark/$v").getOrElse("")
-  }
-}
-
-/** Decides whether the commits that won the race logically conflict with a transaction (its isolation rules). */
-private[log] final class ConflictChecker(
-    txn: Transaction,
-    staged: Seq[Action],
-    isolation: IsolationLevel,
-    readPredicates: Seq[ReadPredicate],
-    readFiles: Set[String],
-    readAppIds: Set[String]) {
-  private val log = txn.log
-  private val removed = staged.collect { case r: RemoveFile => Snapshot.absolutePath(log.tablePath, r.path).toString }.toSet
-
-  /** A pure append that read nothing: no concurrent commit can invalidate it. */
-  val isBlindAppend: Boolean = readPredicates.isEmpty && readFiles.isEmpty && removed.isEmpty &&
-    staged.forall { case _: AddFile | _: SetTransaction => true; case _ => false }
-
-  /** Reads every commit from `from` on and throws on the first conflict; returns the last version seen. */
-  def checkWinnersFrom(from: Long): Long = {
-    var v = from
-    var last = from - 1
-    var more = true
-    while (more) {
-      val actions = try Some(log.readCommit(v)) catch { case _: CorruptLogException if v > from => None }
-      actions match {
-        case Some(winner) => check(v, winner); last = v; v += 1
-        case None => more = false
-      }
-    }
-    last
-  }
-
-  private def check(version: Long, winner: Seq[Action]): Unit = {
-    val op = winner.collectFirst { case c: CommitInfo => c.operation.getOrElse("unknown") }.getOrElse("unknown")
-    // Metadata first: a commit that creates the table (or changes its schema and upgrades the protocol with it)
-    // carries both, and the metadata change is what the losing transaction needs to hear about.
-    if (winner.exists(_.isInstanceOf[Metadata])) throw new MetadataChangedException(version, op,
-      if (txn.readVersion < 0) "the table was created concurrently" else "the table's metadata changed")
-    if (winner.exists(_.isInstanceOf[Protocol])) {
-      throw new ProtocolChangedException(version, op, "the table's protocol changed")
-    }
-    winner.foreach {
-      case t: SetTransaction if readAppIds(t.appId) =>
-        throw new ConcurrentTransactionException(version, op, s"application '${t.appId}' committed concurrently")
-      case a: AddFile if a.dataChange && isolation == IsolationLevel.Serializable =>
-        readPredicates.find(_.matches(a.partitionValues)).foreach { p =>
-          throw new ConcurrentAppendException(version, op, s"it added file ${a.path} to ${p.description}, which this " +
-            "transaction read")
-        }
-      case r: RemoveFile if r.dataChange =>
-        val path = Snapshot.absolutePath(log.tablePath, r.path).toString
-        if (removed(path)) throw new ConcurrentDeleteDeleteException(version, op, s"it also removed file ${r.path}")
-        if (readFiles(path)) throw new ConcurrentDeleteReadException(version, op, s"it removed file ${r.path}, which this transaction read")
-        readPredicates.find(p => r.partitionValues.exists(p.matches)).foreach { p =>
-          throw new ConcurrentDeleteReadException(version, op, s"it removed file ${r.path} from ${p.description}, which this transaction read")
-        }
-      case _ =>
-    }
   }
 }

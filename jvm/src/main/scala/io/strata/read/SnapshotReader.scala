@@ -22,14 +22,16 @@ object SnapshotReader {
   }
 
   /** A relation over the snapshot's files (or the given subset of them). */
-  def relation(spark: SparkSession, snapshot: Snapshot, only: Option[Seq[AddFile]] = None): BaseRelation = {
+  def relation(spark: SparkSession, snapshot: Snapshot, only: Option[Seq[AddFile]] = None,
+               timeTravel: Boolean = false): BaseRelation = {
     val table = TableSchema.of(snapshot.metadata)
-    SparkInternals.parquetRelation(spark, fileIndex(spark, snapshot, only), table.partitionSchema, table.schema,
+    SparkInternals.parquetRelation(spark, fileIndex(spark, snapshot, only, timeTravel), table.partitionSchema, table.schema,
       Map.empty)
   }
 
   /** The snapshot's live files as a Spark file index (typed partition values, no directory listing). */
-  def fileIndex(spark: SparkSession, snapshot: Snapshot, only: Option[Seq[AddFile]] = None): LogFileIndex = {
+  def fileIndex(spark: SparkSession, snapshot: Snapshot, only: Option[Seq[AddFile]] = None,
+                timeTravel: Boolean = false): LogFileIndex = {
     val table = TableSchema.of(snapshot.metadata)
     val partSchema = table.partitionSchema
     val files = only.getOrElse(snapshot.files).map { f =>
@@ -40,7 +42,7 @@ object SnapshotReader {
       })
       IndexedFile(snapshot.absolutePath(f.path), f.size, f.modificationTime, values, f.stats)
     }
-    new LogFileIndex(spark, snapshot.tablePath, files, table.schema, partSchema, Map.empty)
+    new LogFileIndex(spark, snapshot.tablePath, files, table.schema, partSchema, Map.empty, snapshot.version, timeTravel)
   }
 
   private def parseTimestampMillis(spark: SparkSession, ts: String): Long = {

@@ -226,8 +226,11 @@ final class LogFileIndex(
     files: Seq[IndexedFile],
     tableSchema: StructType,
     override val partitionSchema: StructType,
-    options: Map[String, String])
-  extends PartitioningAwareFileIndex(spark, options, None) {
+    options: Map[String, String],
+    override val readVersion: Long,
+    override val timeTravel: Boolean)
+  extends PartitioningAwareFileIndex(spark, options, None) with io.strata.read.SnapshotRead {
+  override def readTablePath: Path = root
 
   private def status(f: IndexedFile) = new FileStatus(f.size, false, 1, 128L * 1024 * 1024, f.modificationTime, f.path)
 

@@ -9,19 +9,20 @@ import org.apache.hadoop.fs.Path
 import scala.util.control.NonFatal
 
 /**
- * The data files of one write job. Every file name carries the job's token (the first 8 hex digits of its UUID),
- * so that after a failed job the files of tasks Spark no longer reported can still be found and deleted: the abort
- * waits for the job's remaining tasks, then sweeps the table's directories for files with the token. The sweep
- * lists the table (outside `_delta_log`), which is paid on failure only.
+ * The data files of one write job. Every file name carries the job's whole UUID, so that after a failed job the
+ * files of tasks Spark no longer reported can still be found and deleted: the abort waits for the job's remaining
+ * tasks, then sweeps the table's directories for files with that UUID, skipping any file the table's latest version
+ * references (a sweep must never delete committed data, whoever wrote it). The sweep lists the table (outside
+ * `_delta_log`), which is paid on failure only.
  */
 final class JobFiles(val tableRoot: String) extends Serializable {
-  val token: String = UUID.randomUUID().toString.take(8)
+  val token: String = UUID.randomUUID().toString
   private val sparkTag = s"strata-write-$token"
-  private val namePattern = s"""part-\\d{5}-$token-[0-9a-f-]{27}-c\\d{3}.*""".r
+  private val namePattern = s"""part-\\d{5}-$token-[0-9a-f]{8}-c\\d{3}\\..*""".r
 
-  /** `part-NNNNN-<uuid>-cNNN<ext>`, the UUID starting with this job's token: no two attempts share a name. */
+  /** `part-NNNNN-<job uuid>-<8 random hex>-cNNN<ext>`: no two attempts share a name, no other job's file matches. */
   def fileName(taskId: Int, fileCounter: Int, extension: String): String =
-    f"part-$taskId%05d-$token${UUID.randomUUID().toString.drop(8)}-c$fileCounter%03d$extension"
+    f"part-$taskId%05d-$token-${UUID.randomUUID().toString.take(8)}-c$fileCounter%03d$extension"
 
   def isJobFile(name: String): Boolean = namePattern.matches(name)
 
@@ -37,10 +38,13 @@ final class JobFiles(val tableRoot: String) extends Serializable {
     JobTasks.awaitTasksEnded(sparkTag, waitMs)
     val root = new Path(tableRoot)
     val fs = root.getFileSystem(conf)
+    val log = io.strata.log.TableLog.forPath(root, conf)
+    lazy val referenced: Set[String] =
+      log.snapshotOption().map(s => s.files.map(f => s.absolutePath(f.path).toString).toSet).getOrElse(Set.empty)
     def sweep(dir: Path): Unit = fs.listStatus(dir).foreach { st =>
       val name = st.getPath.getName
       if (st.isDirectory) { if (!name.startsWith("_") && !name.startsWith(".")) sweep(st.getPath) }
-      else if (isJobFile(name)) fs.delete(st.getPath, false)
+      else if (isJobFile(name) && !referenced(fs.makeQualified(st.getPath).toString)) fs.delete(st.getPath, false)
     }
     if (fs.exists(root)) sweep(root)
   } catch { case NonFatal(_) => }

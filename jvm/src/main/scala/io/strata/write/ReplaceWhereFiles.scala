@@ -1,7 +1,6 @@
 package io.strata.write
 
-import io.strata.log.ReadPredicate
-import io.strata.shim.SparkInternals
+import io.strata.shim.{FilePredicates, SparkInternals}
 
 /** The files a replace-where on partition columns replaces: whole files, chosen from their partition values. */
 object ReplaceWhereFiles {
@@ -12,10 +11,13 @@ object ReplaceWhereFiles {
     referenced.nonEmpty && referenced.forall(c => parts(c.toLowerCase))
   }
 
+  /** The rows `predicate` replaces, as the write's read set. */
+  def scope(write: TableWrite, predicate: String): io.strata.log.FilePredicate =
+    FilePredicates.fromSql(SparkInternals.activeSession, predicate, write.schema.schema, write.schema.partitionColumns)
+
   /** Chooses the replaced files for `write`; a concurrent add into a matching partition is then a conflict. */
   def choose(write: TableWrite, predicate: String): Unit = {
     val matches = SparkInternals.partitionMatcher(SparkInternals.activeSession, predicate, write.schema.partitionSchema)
-    write.replaceFiles(write.currentFiles.filter(f => matches(f.partitionValues)),
-      ReadPredicate(s"the partitions matching '$predicate'", matches))
+    write.replaceFiles(write.currentFiles.filter(f => matches(f.partitionValues)), scope(write, predicate))
   }
 }

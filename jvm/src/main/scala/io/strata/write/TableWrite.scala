@@ -4,6 +4,7 @@ import java.util.UUID
 
 import io.strata.config.WriteOptions
 import io.strata.log._
+import io.strata.shim.{InputRead, PartitionSetPredicate}
 import io.strata.table.TableSchema
 import io.strata.table.TableSchema.ColumnFeed
 import org.apache.spark.sql.types.StructType
@@ -34,13 +35,18 @@ final class TableWrite private (
     val feeds: Seq[ColumnFeed],
     val mode: WriteMode,
     val options: WriteOptions,
-    operationName: String = "WRITE") {
+    operationName: String = "WRITE",
+    /** Some(createOnly) when this write (re)defines the table: CTAS (true), RTAS, a new path table, overwriteSchema. */
+    definition: Option[Boolean] = None) {
 
-  private var replaced: Option[(Seq[AddFile], ReadPredicate)] = None
+  private var replaced: Option[(Seq[AddFile], FilePredicate)] = None
 
   val isNewTable: Boolean = txn.readSnapshot.isEmpty
 
-  /** True when this application already committed this version (idempotent writes): nothing to write. */
+  /**
+   * True when this application already committed this version (idempotent writes): nothing to write. The commit
+   * checks again against every commit that lands meanwhile.
+   */
   val alreadyCommitted: Boolean = options.appTransaction.exists { case (app, version) =>
     txn.applicationVersion(app).exists(_ >= version)
   }
@@ -53,33 +59,38 @@ final class TableWrite private (
     .flatMap(_.toIntOption).map(n => if (n < 0) Int.MaxValue else n).getOrElse(DataFileStats.DefaultIndexedColumns)
 
   /** For [[WriteMode.ReplaceWhere]]: the files the predicate replaces, and the scope a concurrent add conflicts in. */
-  def replaceFiles(files: Seq[AddFile], scope: ReadPredicate): Unit = replaced = Some((files, scope))
+  def replaceFiles(files: Seq[AddFile], scope: FilePredicate): Unit = replaced = Some((files, scope))
 
-  /** Commits the written files. Fails (typed) on a logical conflict; the caller deletes the files then. */
+  /**
+   * Read-then-write: the write's input read this table (at `reads`' versions, selecting their rows). The commit then
+   * depends on those rows too, validated from the oldest version read.
+   */
+  def readInput(reads: Seq[InputRead]): Unit = if (!isNewTable) reads.foreach { r =>
+    txn.readWhere(r.predicate)
+    txn.readInputAt(r.version)
+  }
+
+  /**
+   * Commits the written files: the files this write replaces are removed and declared read, and the rows it
+   * replaces are its read set. Fails (typed) on a logical conflict; the caller deletes the files then, and also
+   * when the result says the application's version was already committed.
+   */
   def commit(added: Seq[AddFile]): CommitResult = {
     val now = System.currentTimeMillis()
-    val (toRemove, scope) = mode match {
-      case WriteMode.Append => (Nil, None)
-      case WriteMode.Overwrite => (currentFiles, Some(ReadPredicate.WholeTable))
-      case WriteMode.DynamicOverwrite =>
-        val written = added.map(_.partitionValues).toSet
-        val scope = ReadPredicate(s"the ${written.size} partition(s) this write replaces", written.contains)
-        (currentFiles.filter(f => written.contains(f.partitionValues)), Some(scope))
-      case WriteMode.ReplaceWhere(p) =>
-        val (files, scope) = replaced.getOrElse(throw new IllegalStateException(s"replaceWhere '$p': files not chosen"))
-        (files, Some(scope))
+    val op = operation(added)
+    val replacedFiles = op match {
+      case o: TableOperation.OverwriteByFilter => o.replaced
+      case r: TableOperation.ReplaceTable => r.replaced
+      case _ => Nil
     }
-    scope.foreach(txn.readWhere)
-    txn.readFiles(toRemove)
-    val removed = toRemove.map(_.remove(now))
     val appTxn = options.appTransaction.map { case (app, v) => SetTransaction(app, v, Some(now)) }
     val metrics = Map(
       "numFiles" -> added.size.toLong,
       "numOutputRows" -> added.map(TableWrite.numRecords).sum,
       "numOutputBytes" -> added.map(_.size).sum,
       "numParts" -> added.map(_.partitionValues).distinct.size.toLong) ++
-      (if (mode != WriteMode.Append) Map("numRemovedFiles" -> removed.size.toLong,
-        "numRemovedBytes" -> removed.flatMap(_.size).sum) else Map.empty)
+      (if (mode != WriteMode.Append) Map("numRemovedFiles" -> replacedFiles.size.toLong,
+        "numRemovedBytes" -> replacedFiles.map(_.size).sum) else Map.empty)
     val params = Map(
       "mode" -> mode.name,
       "partitionBy" -> ActionCodec.mapper.writeValueAsString(schema.partitionColumns.toArray)) ++
@@ -88,7 +99,21 @@ final class TableWrite private (
         case WriteMode.DynamicOverwrite => Map("partitionOverwriteMode" -> "DYNAMIC")
         case _ => Map.empty[String, String]
       })
-    txn.commit(removed ++ added ++ appTxn, Operation(operationName, params, metrics, options.userMetadata))
+    txn.commit(op, appTxn.toSeq, Operation(operationName, params, metrics, options.userMetadata))
+  }
+
+  /** The log operation this write is, given the files it wrote. */
+  private def operation(added: Seq[AddFile]): TableOperation = (definition, mode) match {
+    case (Some(createOnly), _) =>
+      TableOperation.ReplaceTable(txn.metadata.get, currentFiles, added, createOnly)
+    case (None, WriteMode.Append) => TableOperation.Append(added)
+    case (None, WriteMode.Overwrite) => TableOperation.OverwriteByFilter(FilePredicate.WholeTable, currentFiles, added)
+    case (None, WriteMode.DynamicOverwrite) =>
+      val written = new PartitionSetPredicate(schema.partitionSchema, added.map(_.partitionValues))
+      TableOperation.OverwriteByFilter(written, currentFiles.filter(f => written.contains(f.partitionValues)), added)
+    case (None, WriteMode.ReplaceWhere(p)) =>
+      val (files, scope) = replaced.getOrElse(throw new IllegalStateException(s"replaceWhere '$p': files not chosen"))
+      TableOperation.OverwriteByFilter(scope, files, added)
   }
 }
 
@@ -99,11 +124,13 @@ final case class TableDefinition(schema: StructType, partitionColumns: Seq[Strin
 object TableWrite {
   /**
    * Starts a write that also (re)defines the table: CTAS, RTAS, CREATE OR REPLACE. The table's metadata and the
-   * data land in one commit; replacing drops every current file in that same commit.
+   * data land in one commit; replacing drops every current file in that same commit. `createOnly` (CTAS): the
+   * commit fails unless no version of the table exists, even one created while the query ran.
    */
   def define(log: TableLog, dataSchema: StructType, definition: TableDefinition, operationName: String,
-             options: WriteOptions): TableWrite = {
+             options: WriteOptions, createOnly: Boolean): TableWrite = {
     val txn = log.startTransaction()
+    if (createOnly) txn.requireNoTable()
     txn.readSnapshot.foreach(s => ProtocolSupport.checkWritable(s.protocol, s.metadata, log.tablePath.toString))
     val base = txn.readSnapshot.map(_.metadata).getOrElse(Metadata(id = UUID.randomUUID().toString, schemaString = "",
       createdTime = Some(System.currentTimeMillis())))
@@ -112,7 +139,7 @@ object TableWrite {
     val matched = TableSchema.matchColumns(definition.schema, dataSchema, log.tablePath.toString)
     val mode = if (txn.readSnapshot.isDefined) WriteMode.Overwrite else WriteMode.Append
     new TableWrite(log, txn, TableSchema(definition.schema, definition.partitionColumns), matched.feeds, mode,
-      options, operationName)
+      options, operationName, Some(createOnly))
   }
 
   /** Starts a write of data with schema `dataSchema` into the table at `log`. */
@@ -149,7 +176,7 @@ object TableWrite {
           createdTime = Some(System.currentTimeMillis())))
         txn.updateMetadata(base.copy(schemaString = schema.json, partitionColumns = partCols))
         new TableWrite(log, txn, TableSchema(schema, partCols),
-          schema.fields.toSeq.map(f => ColumnFeed(f, f.name, cast = false)), mode, options)
+          schema.fields.toSeq.map(f => ColumnFeed(f, f.name, cast = false)), mode, options, definition = Some(false))
     }
   }
 

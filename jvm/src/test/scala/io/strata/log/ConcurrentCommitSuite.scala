@@ -144,7 +144,7 @@ class ConcurrentCommitSuite extends AnyFunSuite with LogTestSupport {
     val log = createTable(table, files = Seq(add("a.parquet"), add("b.parquet")))
     val overwrite = log.startTransaction()
     val snap = overwrite.readSnapshot.get
-    overwrite.readWhere(ReadPredicate.WholeTable)
+    overwrite.readWhere(FilePredicate.WholeTable)
     overwrite.readFiles(snap.files)
     val now = System.currentTimeMillis()
     val staged = snap.files.map(_.remove(now)) :+ add("c.parquet")
@@ -167,7 +167,7 @@ class ConcurrentCommitSuite extends AnyFunSuite with LogTestSupport {
       files = Seq(add("a.parquet"), add("b.parquet")))
     val overwrite = log.startTransaction()
     val snap = overwrite.readSnapshot.get
-    overwrite.readWhere(ReadPredicate.WholeTable)
+    overwrite.readWhere(FilePredicate.WholeTable)
     overwrite.readFiles(snap.files)
     append(log, add("w.parquet"))
     val r = overwrite.commit(snap.files.map(_.remove(1L)) :+ add("c.parquet"), Operation("WRITE"))
@@ -200,7 +200,7 @@ class ConcurrentCommitSuite extends AnyFunSuite with LogTestSupport {
     val overwrite = log.startTransaction()
     val snap = overwrite.readSnapshot.get
     val p1 = snap.files.filter(_.partitionValues("p").contains("1"))
-    overwrite.readWhere(ReadPredicate("p = 1", _.get("p").flatten.contains("1")))
+    overwrite.readWhere(partitionIs("p", "1"))
     overwrite.readFiles(p1)
     append(log, add("p=2/c.parquet", Map("p" -> Some("2"))))
     val r = overwrite.commit(p1.map(_.remove(1L)) :+ add("p=1/d.parquet", Map("p" -> Some("1"))), Operation("WRITE"))
@@ -279,7 +279,7 @@ class ConcurrentCommitSuite extends AnyFunSuite with LogTestSupport {
     assert(log.snapshot().files.map(_.path).toSet == Set("a.parquet", "b.parquet", "c.parquet", "d.parquet"))
   }
 
-  test("a transaction that read appId x loses to a concurrent commit of appId x: ConcurrentTransactionException") {
+  test("app x: a concurrent commit of x's version makes ours a no-op; an older one of x is a ConcurrentTransactionException") {
     val table = tempDir()
     val log = createTable(table)
     val t1 = log.startTransaction()
@@ -290,15 +290,23 @@ class ConcurrentCommitSuite extends AnyFunSuite with LogTestSupport {
     t2.applicationVersion("x")
     val now = System.currentTimeMillis()
     assert(t2.commit(Seq(SetTransaction("x", 1L, Some(now)), add("a.parquet")), Operation("STREAMING UPDATE")).version == 1L)
+    val t3 = log.startTransaction()
+    t3.applicationVersion("x")
+    val skipped = t1.commit(Seq(SetTransaction("x", 1L, Some(now)), add("b.parquet")), Operation("WRITE"))
+    assert(skipped.alreadyCommitted && skipped.version == 1L && latestVersion(table) == 1L)
+    // t3 and t4 both read version 1 (x at 1); t3 commits x=2 first, so t4's x=3 raced another run of x
+    val t4 = log.startTransaction()
+    t4.applicationVersion("x")
+    t3.commit(Seq(SetTransaction("x", 2L, Some(now)), add("b2.parquet")), Operation("STREAMING UPDATE"))
     val e = failsWritingNothing[ConcurrentTransactionException](table) {
-      t1.commit(Seq(SetTransaction("x", 1L, Some(now)), add("b.parquet")), Operation("WRITE"))
+      t4.commit(Seq(SetTransaction("x", 3L, Some(now)), add("b3.parquet")), Operation("WRITE"))
     }
-    assert(e.winningVersion == 1L && e.winningOperation == "STREAMING UPDATE")
+    assert(e.winningVersion == 2L && e.winningOperation == "STREAMING UPDATE")
     assert(e.getMessage.contains("'x'"))
     // a transaction that read another application's version is not affected
-    assert(other.commit(Seq(SetTransaction("y", 5L, Some(now)), add("c.parquet")), Operation("WRITE")).version == 2L)
+    assert(other.commit(Seq(SetTransaction("y", 5L, Some(now)), add("c.parquet")), Operation("WRITE")).version == 3L)
     val snap = log.snapshot()
-    assert(snap.transactionVersion("x").contains(1L) && snap.transactionVersion("y").contains(5L))
-    assert(snap.files.map(_.path).toSet == Set("a.parquet", "c.parquet"))
+    assert(snap.transactionVersion("x").contains(2L) && snap.transactionVersion("y").contains(5L))
+    assert(snap.files.map(_.path).toSet == Set("a.parquet", "b2.parquet", "c.parquet"))
   }
 }

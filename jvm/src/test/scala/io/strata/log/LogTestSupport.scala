@@ -54,6 +54,13 @@ trait LogTestSupport extends BeforeAndAfterAll { self: Suite =>
     log
   }
 
+  /** `column = value` over a file's log partition values (a file without the value may hold anything). */
+  def partitionIs(column: String, value: String): FilePredicate = new FilePredicate {
+    val description = s"partition $column = $value"
+    def mayMatch(pv: Map[String, Option[String]], stats: Option[String]): Boolean =
+      !pv.contains(column) || pv(column).contains(value)
+  }
+
   def add(path: String, partitionValues: Map[String, Option[String]] = Map.empty, size: Long = 10L,
           stats: Option[String] = None): AddFile =
     AddFile(path, partitionValues, size, System.currentTimeMillis(), dataChange = true, stats = stats)

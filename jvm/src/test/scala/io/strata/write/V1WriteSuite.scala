@@ -53,7 +53,7 @@ class V1WriteSuite extends AnyFunSuite with SparkTestSession {
     assert(byValue(Some("with space")).startsWith("p=with%20space/"))
     assert(byValue(None).startsWith("p=__HIVE_DEFAULT_PARTITION__/"))
     assert(!byValue.contains(Some("")), "an empty string is stored as the null partition value")
-    adds.foreach(a => assert(a.path.matches(""".*/part-\d{5}-[0-9a-f-]{36}-c\d{3}\.snappy\.parquet"""), a.path))
+    adds.foreach(a => assert(a.path.matches(""".*/part-\d{5}-[0-9a-f-]{36}-[0-9a-f]{8}-c\d{3}\.snappy\.parquet"""), a.path))
   }
 
   test("statistics: numRecords, min, max and null counts per file") {

@@ -1,8 +1,8 @@
 package io.strata.write.v1
 
-import io.strata.log.{AddFile, CheckConstraints, CommitResult, ReadPredicate, StrataException, TableLog}
+import io.strata.log.{AddFile, CheckConstraints, CommitResult, FilePredicate, StrataException, TableLog}
 import io.strata.read.SnapshotReader
-import io.strata.shim.SparkInternals
+import io.strata.shim.{InputReads, SparkInternals}
 import io.strata.write.{JobFiles, ReplaceWhereFiles, TableWrite, WriteMode}
 import io.strata.config.WriteOptions
 import org.apache.hadoop.fs.Path
@@ -20,6 +20,7 @@ object V1TableWriter {
   def write(log: TableLog, data: DataFrame, mode: WriteMode, options: WriteOptions): Option[CommitResult] = {
     val write = TableWrite.begin(log, data.schema, mode, options)
     if (write.alreadyCommitted) return None
+    write.readInput(InputReads.ofDataFrame(data, log.tablePath, write.schema))
     val spark = data.sparkSession
     val newRows = aligned(write, data, log)
     val toWrite = mode match {
@@ -35,12 +36,13 @@ object V1TableWriter {
     jobFiles.tagged(SparkInternals.writeFiles(toWrite, root, write.schema.partitionColumns, committer, writerOptions))
     val files = committer.addedFiles
     if (spark.conf.getOption(HaltBeforeCommitKey).contains("true")) Runtime.getRuntime.halt(86)
-    try Some(write.commit(files)) catch {
+    val result = try write.commit(files) catch {
       // Any StrataException is raised before the commit file is created: the files will never be referenced.
       case e: StrataException =>
         DirectCommitProtocol.deleteFiles(root, files, log.conf)
         throw e
     }
+    if (result.alreadyCommitted) { DirectCommitProtocol.deleteFiles(root, files, log.conf); None } else Some(result)
   }
 
   /**
@@ -97,7 +99,7 @@ object V1TableWriter {
     val empty = spark.createDataFrame(spark.sparkContext.emptyRDD[org.apache.spark.sql.Row], write.schema.schema)
     write.txn.readSnapshot match {
       case None =>
-        write.replaceFiles(Nil, ReadPredicate.WholeTable)
+        write.replaceFiles(Nil, FilePredicate.WholeTable)
         empty
       case Some(_) if ReplaceWhereFiles.onPartitionsOnly(predicate, write.schema.partitionColumns) =>
         ReplaceWhereFiles.choose(write, predicate)
@@ -107,7 +109,7 @@ object V1TableWriter {
         val touchedPaths = table.where(coalesce(expr(predicate), lit(false))).select(col("_metadata.file_path"))
           .distinct().collect().map(r => new Path(new java.net.URI(r.getString(0)))).toSet
         val touched: Seq[AddFile] = snapshot.files.filter(f => touchedPaths.contains(snapshot.absolutePath(f.path)))
-        write.replaceFiles(touched, ReadPredicate.WholeTable)
+        write.replaceFiles(touched, ReplaceWhereFiles.scope(write, predicate))
         if (touched.isEmpty) empty
         else spark.baseRelationToDataFrame(SnapshotReader.relation(spark, snapshot, Some(touched)))
           .where(not(coalesce(expr(predicate), lit(false))))

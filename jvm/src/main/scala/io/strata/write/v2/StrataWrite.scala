@@ -3,7 +3,7 @@ package io.strata.write.v2
 import io.strata.config.{DistributionMode, WriteConf, WriteOptions}
 import io.strata.log.{AddFile, StrataException, TableLog}
 import io.strata.log.CheckConstraints
-import io.strata.shim.{ParquetFiles, PartitionSplitter, RowChecks, SparkInternals}
+import io.strata.shim.{InputReads, ParquetFiles, PartitionSplitter, RowChecks, SparkInternals}
 import io.strata.write.{JobFiles, ReplaceWhereFiles, TableWrite, WriteMode}
 import io.strata.write.v1.DirectCommitProtocol
 import org.apache.spark.sql.SparkSession
@@ -90,6 +90,8 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
   private val jobFiles = new JobFiles(log.tablePath.toString)
 
   override def createBatchWriterFactory(info: PhysicalWriteInfo): DataWriterFactory = {
+    // An idempotent write whose application version is already in the table: the rows go nowhere.
+    if (tableWrite.alreadyCommitted) return new DiscardingWriterFactory
     val spark = SparkSession.active
     val schema = tableWrite.schema
     val splitter = new PartitionSplitter(schema.schema, schema.partitionColumns, SparkInternals.sessionTimeZone(spark))
@@ -114,8 +116,11 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
     written = files
     val start = System.nanoTime()
     try {
+      tableWrite.readInput(InputReads.currentPlan().toSeq.flatMap(plan =>
+        InputReads.of(plan, log.tablePath, tableWrite.schema.schema, tableWrite.schema.partitionColumns)))
       val result = tableWrite.commit(files)
-      committed = Some((result, (System.nanoTime() - start) / 1000000L))
+      if (result.alreadyCommitted) DirectCommitProtocol.deleteFiles(log.tablePath.toString, files, log.conf)
+      else committed = Some((result, (System.nanoTime() - start) / 1000000L))
       onCommit()
     } catch {
       case e: StrataException => // certainly not committed: the files will never be referenced
@@ -140,6 +145,17 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
 
   private def addedFiles(messages: Array[WriterCommitMessage]): Seq[AddFile] =
     messages.toSeq.collect { case m: StrataTaskCommit => m.files }.flatten
+}
+
+/** Writers of a write that has nothing to do (already committed): they consume the rows and write no file. */
+final class DiscardingWriterFactory extends DataWriterFactory {
+  override def createWriter(partitionId: Int, taskId: Long): DataWriter[org.apache.spark.sql.catalyst.InternalRow] =
+    new DataWriter[org.apache.spark.sql.catalyst.InternalRow] {
+      override def write(row: org.apache.spark.sql.catalyst.InternalRow): Unit = ()
+      override def commit(): WriterCommitMessage = StrataTaskCommit(Nil)
+      override def abort(): Unit = ()
+      override def close(): Unit = ()
+    }
 }
 
 /** What one task wrote. */

@@ -15,8 +15,8 @@ import scala.jdk.CollectionConverters._
 final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo) extends WriteBuilder
     with SupportsOverwriteV2 with SupportsDynamicOverwrite {
   private var mode: WriteMode = WriteMode.Append
-  private val options: WriteOptions =
-    StrataOptions.parseCatalogWrite(info.options().asCaseSensitiveMap().asScala.toMap)
+  private val options: WriteOptions = StrataOptions.parseCatalogWrite(
+    info.options().asCaseSensitiveMap().asScala.toMap, org.apache.spark.sql.SparkSession.active.conf.getOption)
 
   /** Overwrite by filter replaces whole files, so the filter may refer to partition columns only. */
   override def canOverwrite(predicates: Array[Predicate]): Boolean = {

@@ -1,0 +1,98 @@
+package io.strata.shim
+
+import io.strata.log.FilePredicate
+import io.strata.table.PartitionValues
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{And, Attribute, AttributeReference, BasePredicate, BoundReference, Expression, Predicate, SubqueryExpression}
+import org.apache.spark.sql.catalyst.plans.logical.Filter
+import org.apache.spark.sql.types.StructType
+
+/**
+ * A read set as a Catalyst condition over the table's columns, evaluated on a file's log entry: the conjuncts on
+ * partition columns against its typed partition values, the others against its min/max/null-count statistics
+ * ([[StatsSkipping]]). Anything it cannot decide counts as a match, so a conflict is never missed.
+ */
+final class ConditionPredicate private[shim] (
+    val description: String,
+    partitionSchema: StructType,
+    partitionCondition: Option[Expression],
+    stats: StatsSkipping) extends FilePredicate {
+
+  @transient private lazy val partitionEval: Option[BasePredicate] = partitionCondition.map { c =>
+    val bound = c.transform {
+      case a: AttributeReference =>
+        val i = partitionSchema.fieldNames.indexWhere(_.equalsIgnoreCase(a.name))
+        BoundReference(i, partitionSchema(i).dataType, nullable = true)
+    }
+    val p = Predicate.createInterpreted(bound)
+    p.initialize(0)
+    p
+  }
+
+  override def mayMatch(partitionValues: Map[String, Option[String]], statsJson: Option[String]): Boolean = {
+    val partitionsMatch = partitionEval match {
+      case None => true
+      // A file entry without its partition values (an old remove action) may be anywhere.
+      case Some(_) if !partitionSchema.fieldNames.forall(partitionValues.contains) => true
+      case Some(p) => scala.util.Try(p.eval(FilePredicates.typedRow(partitionSchema, partitionValues))).getOrElse(true)
+    }
+    partitionsMatch && stats.mayMatch(statsJson)
+  }
+}
+
+object FilePredicates {
+  /** The typed partition values of a file entry, in `partitionSchema` order (zone-less timestamps are UTC). */
+  def typedRow(partitionSchema: StructType, values: Map[String, Option[String]]): InternalRow =
+    InternalRow.fromSeq(partitionSchema.fields.toSeq.map { f =>
+      values.getOrElse(f.name, None).map { v =>
+        SparkInternals.castPartitionValue(PartitionValues.toCastableString(v, f.dataType), f.dataType, "UTC")
+      }.orNull
+    })
+
+  /** The rows a SQL predicate over the table's columns selects, as a read set. */
+  def fromSql(spark: SparkSession, sql: String, tableSchema: StructType, partitionColumns: Seq[String]): FilePredicate = {
+    val session = SparkInternals.classic(spark)
+    val probe = session.createDataFrame(session.sparkContext.emptyRDD[org.apache.spark.sql.Row], tableSchema).where(sql)
+    val condition = probe.queryExecution.analyzed.collectFirst { case Filter(c, _) => c }.getOrElse(
+      throw new IllegalStateException(s"Could not analyze predicate '$sql'"))
+    fromCondition(s"the rows matching '$sql'", Seq(condition), tableSchema, partitionColumns)
+  }
+
+  /**
+   * The rows `conditions` (conjuncts over attributes of the table's columns, matched by name) select. Conjuncts with
+   * subqueries, or that mix partition and data columns, are left out: the predicate only grows (stays safe).
+   */
+  def fromCondition(description: String, conditions: Seq[Expression], tableSchema: StructType,
+                    partitionColumns: Seq[String]): FilePredicate = {
+    val conjuncts = conditions.flatMap(splitAnd).filterNot(SubqueryExpression.hasSubquery).filter(_.deterministic)
+    if (conjuncts.isEmpty) return FilePredicate.WholeTable
+    val isPart = (a: Attribute) => partitionColumns.exists(_.equalsIgnoreCase(a.name))
+    val onPartitions = conjuncts.filter(c => c.references.nonEmpty && c.references.forall(isPart))
+    val onData = conjuncts.filter(c => c.references.nonEmpty && !c.references.exists(isPart))
+    val partitionSchema = StructType(partitionColumns.map(c => tableSchema.fields.find(_.name.equalsIgnoreCase(c)).get))
+    val dataSchema = StructType(tableSchema.fields.filterNot(f => partitionColumns.exists(_.equalsIgnoreCase(f.name))))
+    new ConditionPredicate(description, partitionSchema, onPartitions.reduceOption(And), StatsSkipping(dataSchema, onData))
+  }
+
+  private def splitAnd(e: Expression): Seq[Expression] = e match {
+    case And(l, r) => splitAnd(l) ++ splitAnd(r)
+    case other => Seq(other)
+  }
+}
+
+/** The partitions a dynamic overwrite replaces: typed values, so every valid spelling of a value is the same. */
+final class PartitionSetPredicate(partitionSchema: StructType, written: Seq[Map[String, Option[String]]])
+    extends FilePredicate {
+  private val keys: Set[Seq[Any]] = written.map(key).toSet
+  val description: String = s"the ${keys.size} partition(s) this write replaces"
+
+  private def key(values: Map[String, Option[String]]): Seq[Any] =
+    FilePredicates.typedRow(partitionSchema, values).toSeq(partitionSchema)
+
+  /** Whether a file with these partition values lies in one of the written partitions. */
+  def contains(values: Map[String, Option[String]]): Boolean = keys.contains(key(values))
+
+  override def mayMatch(partitionValues: Map[String, Option[String]], stats: Option[String]): Boolean =
+    !partitionSchema.fieldNames.forall(partitionValues.contains) || contains(partitionValues)
+}
