@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 # Timestamps cross Python, the JVM and delta-rs: keep all of them in UTC (the JVM inherits TZ).
 os.environ["TZ"] = "UTC"
 time.tzset()
+# Python UDF workers run this interpreter (the .venv's, with deltalake for rival commits inside a job).
+os.environ["PYSPARK_PYTHON"] = sys.executable
 
 import strata  # noqa: E402  (after TZ)
 from pyspark.sql import SparkSession  # noqa: E402

@@ -119,7 +119,8 @@ class TableNotFoundError(StrataError):
 
 
 class TableExistsError(StrataError):
-    """``mode="error"`` and a table already exists at the path."""
+    """``mode="error"`` (or CREATE TABLE) and a table already exists at the path, possibly created concurrently
+    (JVM ``TableAlreadyExistsException``)."""
 
 
 class ProtocolError(StrataError):
@@ -139,6 +140,7 @@ _CONCURRENT = {
 _BY_CLASS: dict[str, type[StrataError]] = {
     "UnsupportedProtocolException": ProtocolError,
     "TableNotFoundException": TableNotFoundError,
+    "TableAlreadyExistsException": TableExistsError,
     "CorruptLogException": CorruptLogError,
     "MalformedActionException": CorruptLogError,
     "ConstraintViolationException": ConstraintViolationError,

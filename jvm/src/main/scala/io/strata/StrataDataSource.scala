@@ -50,16 +50,17 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
     val options = StrataOptions.withSessionTransaction(StrataOptions.parseWrite(SparkInternals.originalOptions(parameters)),
       sqlContext.sparkSession.conf.getOption)
     val log = tableLog(sqlContext, parameters)
-    val exists = log.exists
+    val existing = log.snapshotOption()
+    val exists = existing.isDefined
     mode match {
       case SaveMode.ErrorIfExists if exists => throw new InvalidTableOperationException(
         s"Table ${log.tablePath} already exists (save mode ErrorIfExists). Use mode 'append' or 'overwrite'.")
       case SaveMode.Ignore if exists => // nothing to do
       case _ =>
         if (!exists) refuseForeignFiles(log)
-        V1TableWriter.write(log, data, writeMode(sqlContext, mode, options), options)
+        V1TableWriter.write(log, data, writeMode(sqlContext, mode, options), options, existing)
     }
-    SnapshotReader.relation(sqlContext.sparkSession, log.snapshot())
+    SnapshotReader.relation(sqlContext.sparkSession, log.snapshot()) // the cache has it: no replay
   }
 
   /** The table-level meaning of a save mode plus replaceWhere / partitionOverwriteMode (option > session conf). */

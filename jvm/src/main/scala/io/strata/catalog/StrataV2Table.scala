@@ -39,10 +39,13 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
     TableCapability.BATCH_WRITE, TableCapability.TRUNCATE, TableCapability.OVERWRITE_BY_FILTER,
     TableCapability.OVERWRITE_DYNAMIC)
 
-  /** Writes start a new transaction on the latest version of the table (not on this pinned snapshot). */
+  /**
+   * Writes start their transaction from the snapshot the statement was analyzed against (no second load); the
+   * commits that land after it are checked as concurrent winners.
+   */
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = {
     val log = TableLog.forPath(snapshot.tablePath, SparkInternals.hadoopConf(SparkSession.active, Map.empty))
-    new StrataWriteBuilder(log, info)
+    new StrataWriteBuilder(log, info, snapshot)
   }
   override def version(): String = snapshot.version.toString
 

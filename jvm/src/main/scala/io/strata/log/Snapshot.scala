@@ -54,8 +54,22 @@ object Snapshot {
     } else new Path(tablePath, p)
   }
 
+  private[log] object Replay {
+    def from(s: Snapshot): Replay = new Replay(s.tablePath).seed(s)
+  }
+
   /** Replays actions in log order into a snapshot (later actions win, per PROTOCOL.md "Action Reconciliation"). */
   final class Replay(tablePath: Path) {
+    /** Starts from `s`'s state: replaying the commits after it gives the later version. */
+    private[log] def seed(s: Snapshot): this.type = {
+      protocol = Some(s.protocol); metadata = Some(s.metadata)
+      s.files.foreach(f => files.put(key(f.path), f))
+      s.tombstones.foreach(r => tombstones.put(key(r.path), r))
+      txns ++= s.transactions
+      domains ++= s.domains
+      this
+    }
+
     private var protocol: Option[Protocol] = None
     private var metadata: Option[Metadata] = None
     private val files = mutable.LinkedHashMap.empty[String, AddFile]

@@ -39,10 +39,29 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   /** True when the table has at least one commit. */
   def exists: Boolean = listLog().commits.nonEmpty
 
-  /** The latest snapshot, or None when there is no table here yet. */
+  /**
+   * The latest snapshot, or None when there is no table here yet. One listing of the log; when this JVM loaded the
+   * table before, only the commits since are read ([[SnapshotCache]]).
+   */
   def snapshotOption(): Option[Snapshot] = {
     val listing = listLog()
-    if (listing.commits.isEmpty && listing.checkpoints.isEmpty) None else Some(load(listing, None))
+    val key = tablePath.toString
+    if (listing.commits.isEmpty && listing.checkpoints.isEmpty) { SnapshotCache.invalidate(key); return None }
+    val latest = (listing.commits.keys ++ listing.checkpoints.keys).max
+    val snapshot = SnapshotCache.get(key).filter(SnapshotCache.isCurrent(_, listing.commits, listing.checkpoints.keys)
+      && listing.v2Checkpoints.isEmpty) match {
+      case Some(e) if e.snapshot.version == latest => e.snapshot
+      case Some(e) if (e.snapshot.version + 1 to latest).forall(listing.commits.contains) =>
+        val replay = Snapshot.Replay.from(e.snapshot)
+        val newCommits = (e.snapshot.version + 1 to latest).map(v => v -> listing.commits(v))
+        newCommits.foreach { case (v, st) => readCommit(v, st.getPath).foreach(replay.apply) }
+        val old = e.snapshot.segment
+        replay.result(latest, old.copy(version = latest, commitFiles = old.commitFiles ++ newCommits.map(_._2.getPath),
+          lastCommitTimestamp = newCommits.last._2.getModificationTime))
+      case _ => load(listing, None)
+    }
+    SnapshotCache.put(key, snapshot, listing.commits.get(latest))
+    Some(snapshot)
   }
 
   /** The latest snapshot; [[TableNotFoundException]] when there is no table. */
@@ -173,6 +192,12 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
 
   /** Starts a transaction on the latest version (or on no table, to create one). */
   def startTransaction(): Transaction = new Transaction(this, snapshotOption())
+
+  /**
+   * Starts a transaction on `base`, a snapshot of this table the caller already holds (the one a statement was
+   * analyzed against): no log listing. Commits after it are checked as concurrent winners.
+   */
+  def startTransaction(base: Option[Snapshot]): Transaction = new Transaction(this, base)
 
   /** Writes a classic checkpoint of `snapshot` and points `_last_checkpoint` at it. */
   def checkpoint(snapshot: Snapshot): Unit = {

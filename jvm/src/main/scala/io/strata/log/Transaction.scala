@@ -130,6 +130,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
         }
         outcome match {
           case None =>
+            if (version == readVersion + 1) remember(version, body)
             postCommit(version, meta)
             return CommitResult(version, attempt, info)
           case Some(null) => attempt += 1 // nothing landed: the same version again
@@ -146,6 +147,22 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
         return CommitResult(a.version, attempt, info, alreadyCommitted = true)
     }
     throw new IllegalStateException("unreachable")
+  }
+
+  /**
+   * The table after this commit, when it directly follows the version read (no winner in between): the read
+   * snapshot plus this commit's actions, cached so the next load of the table needs no replay.
+   */
+  private def remember(version: Long, body: Seq[Action]): Unit = readSnapshot.foreach { s =>
+    try {
+      val replay = Snapshot.Replay.from(s)
+      body.foreach(replay.apply)
+      val file = FileNames.deltaFile(log.logPath, version)
+      val status = log.store.fs.getFileStatus(file)
+      val seg = s.segment
+      SnapshotCache.put(log.tablePath.toString, replay.result(version, seg.copy(version = version,
+        commitFiles = seg.commitFiles :+ status.getPath, lastCommitTimestamp = status.getModificationTime)), Some(status))
+    } catch { case NonFatal(e) => Transaction.logger.debug(s"Not caching version $version of ${log.tablePath}", e) }
   }
 
   /** After an ambiguous write of `version`: Some(true) if it holds this transaction, Some(false) if another's. */

@@ -142,9 +142,13 @@ object TableWrite {
       options, operationName, Some(createOnly))
   }
 
-  /** Starts a write of data with schema `dataSchema` into the table at `log`. */
-  def begin(log: TableLog, dataSchema: StructType, mode: WriteMode, options: WriteOptions): TableWrite = {
-    val txn = log.startTransaction()
+  /**
+   * Starts a write of data with schema `dataSchema` into the table at `log`, from `base` when the caller already
+   * loaded the table (Some(None): it found no table), else from the latest version.
+   */
+  def begin(log: TableLog, dataSchema: StructType, mode: WriteMode, options: WriteOptions,
+            base: Option[Option[Snapshot]] = None): TableWrite = {
+    val txn = base.map(log.startTransaction).getOrElse(log.startTransaction())
     val name = log.tablePath.toString
     if (options.overwriteSchema && mode != WriteMode.Overwrite) throw new InvalidTableOperationException(
       "Option overwriteSchema replaces the whole table: use it with mode 'overwrite' and without replaceWhere or " +

@@ -7,13 +7,16 @@ import org.apache.hadoop.fs.Path
 
 /**
  * Child-process writer for [[ConcurrentCommitSuite]]:
- * `ConcurrentAppender <tablePath> <writerId> <numCommits> <barrierDir>`.
- * Signals `<barrierDir>/ready-<writerId>`, waits for `<barrierDir>/go`, then does `numCommits` blind appends of one
- * file `w<writerId>-<i>.parquet` each, printing `COMMITTED <version> <path> <attempts>` per commit.
+ * `ConcurrentAppender <tablePath> <writerId> <numCommits> <barrierDir> [append|overwrite]`.
+ * Signals `<barrierDir>/ready-<writerId>`, waits for `<barrierDir>/go`, then does `numCommits` commits of one file
+ * `w<writerId>-<i>.parquet` each, printing `COMMITTED <version> <path> <attempts>` per commit: blind appends, or
+ * overwrites of the writer's own partition `p = <writerId>` (the file goes there). A typed conflict prints
+ * `CONFLICT <exception class>` and the overwrite is retried on a new transaction.
  */
 object ConcurrentAppender {
   def main(args: Array[String]): Unit = {
-    val Array(table, writerId, n, barrier) = args
+    val Array(table, writerId, n, barrier) = args.take(4)
+    val overwrite = args.lift(4).contains("overwrite")
     val exit = try {
       val log = TableLog.forPath(new Path(table), new Configuration())
       Files.createFile(Paths.get(barrier, s"ready-$writerId"))
@@ -23,11 +26,19 @@ object ConcurrentAppender {
         Thread.sleep(2)
       }
       (1 to n.toInt).foreach { i =>
-        val path = s"w$writerId-$i.parquet"
-        val r = log.startTransaction().commit(
-          Seq(AddFile(path, Map.empty, 100L + i, System.currentTimeMillis(), dataChange = true)),
-          Operation("WRITE", Map("writer" -> s"\"$writerId\"")))
-        println(s"COMMITTED ${r.version} $path ${r.attempts}")
+        val path = if (overwrite) s"p=$writerId/w$writerId-$i.parquet" else s"w$writerId-$i.parquet"
+        val file = AddFile(path, if (overwrite) Map("p" -> Some(writerId)) else Map.empty, 100L + i,
+          System.currentTimeMillis(), dataChange = true)
+        var result: Option[CommitResult] = None
+        while (result.isEmpty) {
+          val txn = log.startTransaction()
+          val op = if (!overwrite) TableOperation.Append(Seq(file)) else TableOperation.OverwriteByFilter(
+            PartitionIs("p", writerId), txn.readSnapshot.get.files.filter(_.partitionValues.get("p").contains(Some(writerId))),
+            Seq(file))
+          try result = Some(txn.commit(op, Nil, Operation("WRITE", Map("writer" -> s"\"$writerId\""))))
+          catch { case e: ConcurrentModificationException => println(s"CONFLICT ${e.getClass.getSimpleName}") }
+        }
+        println(s"COMMITTED ${result.get.version} $path ${result.get.attempts}")
       }
       0
     } catch {

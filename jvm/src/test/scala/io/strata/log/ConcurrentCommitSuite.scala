@@ -82,12 +82,11 @@ class ConcurrentCommitSuite extends AnyFunSuite with LogTestSupport {
     assert(before.files.size == total - 5)
   }
 
-  test("separate JVM processes racing blind appends: no version lost, overwritten or skipped") {
-    val processes = 3
-    val perProcess = 40
-    val total = processes * perProcess
-    val table = tempDir("race-jvms")
-    createTable(table)
+  /**
+   * Runs `processes` child JVMs of [[ConcurrentAppender]] against `table`, released together; returns each commit
+   * (version, path, attempts) and each typed conflict a writer reported (and retried).
+   */
+  private def runWriters(table: JPath, processes: Int, perProcess: Int, mode: String): (Seq[(Long, String, Int)], Seq[String]) = {
     val barrier = tempDir("race-barrier")
     val javaBin = java.nio.file.Paths.get(System.getProperty("java.home"), "bin", "java").toString
     val javaOpts = sys.env.get("STRATA_TEST_JAVA_OPTS").toSeq.flatMap(_.split(" ")).filter(_.nonEmpty)
@@ -95,7 +94,7 @@ class ConcurrentCommitSuite extends AnyFunSuite with LogTestSupport {
     val outputs = (1 to processes).map(i => barrier.resolve(s"out-$i.txt"))
     val procs = (1 to processes).map { i =>
       val cmd = Seq(javaBin) ++ javaOpts ++ Seq("-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", cp, "io.strata.log.ConcurrentAppender",
-        table.toString, i.toString, perProcess.toString, barrier.toString)
+        table.toString, i.toString, perProcess.toString, barrier.toString, mode)
       new ProcessBuilder(cmd: _*).redirectErrorStream(true).redirectOutput(outputs(i - 1).toFile).start()
     }
     def output(i: Int): String = new String(Files.readAllBytes(outputs(i)), UTF_8)
@@ -113,11 +112,19 @@ class ConcurrentCommitSuite extends AnyFunSuite with LogTestSupport {
         assert(p.exitValue == 0, s"child ${i + 1} failed:\n${output(i)}")
       }
     } finally procs.foreach(p => if (p.isAlive) p.destroyForcibly())
+    val lines = outputs.indices.flatMap(i => output(i).linesIterator)
+    (lines.filter(_.startsWith("COMMITTED ")).map(_.split(" ")).map(a => (a(1).toLong, a(2), a(3).toInt)),
+      lines.filter(_.startsWith("CONFLICT ")).map(_.stripPrefix("CONFLICT ")))
+  }
 
-    val committed = outputs.indices.flatMap { i =>
-      output(i).linesIterator.filter(_.startsWith("COMMITTED ")).map(_.split(" ")).map(a => (a(1).toLong, a(2), a(3).toInt))
-    }
+  test("4 JVM processes x 25 blind appends: no version lost, overwritten or skipped") {
+    val (processes, perProcess) = (4, 25)
+    val total = processes * perProcess
+    val table = tempDir("race-jvms")
+    createTable(table)
+    val (committed, conflicts) = runWriters(table, processes, perProcess, "append")
     info(s"$total commits by $processes JVMs, max attempts ${committed.map(_._3).max}")
+    assert(conflicts.isEmpty, "blind appends never conflict")
     assert(committed.size == total)
     assert(committed.map(_._1).sorted == (1L to total.toLong), "each process got distinct versions covering 1..N")
     checkOneAddPerCommit(table, committed.map(c => c._1 -> c._2).toMap, total)
@@ -127,6 +134,29 @@ class ConcurrentCommitSuite extends AnyFunSuite with LogTestSupport {
     assert(snap.version == total)
     val expected = for (w <- 1 to processes; i <- 1 to perProcess) yield s"w$w-$i.parquet"
     assert(snap.files.map(_.path).sorted == expected.sorted)
+  }
+
+  test("4 JVM processes x 10 overwrites of their own partitions: all commit, each partition holds its last file") {
+    val (processes, perProcess) = (4, 10)
+    val table = tempDir("race-jvms-overwrite")
+    createTable(table, metadata(partitionColumns = Seq("p")))
+    val (committed, conflicts) = runWriters(table, processes, perProcess, "overwrite")
+    info(s"${committed.size} overwrites by $processes JVMs, max attempts ${committed.map(_._3).max}, " +
+      s"conflicts: ${conflicts.size}")
+    assert(conflicts.isEmpty, s"overwrites of different partitions do not conflict: $conflicts")
+    assert(committed.size == processes * perProcess)
+    assert(committed.map(_._1).sorted == (1L to (processes * perProcess).toLong), "versions contiguous")
+    val snap = TableLog.forPath(hpath(table), newConf()).snapshot()
+    assert(snap.files.map(_.path).sorted == (1 to processes).map(w => s"p=$w/w$w-$perProcess.parquet"))
+    // Every overwrite removed exactly the file its writer's previous overwrite added.
+    (1L to snap.version).foreach { v =>
+      val actions = actionsOf(deltaFile(table, v))
+      val added = actions.collect { case a: AddFile => a.path }
+      val removed = actions.collect { case r: RemoveFile => r.path }
+      assert(added.size == 1)
+      val Array(_, name) = added.head.split("/"); val Array(w, i) = name.stripPrefix("w").stripSuffix(".parquet").split("-")
+      assert(removed == (if (i.toInt == 1) Nil else Seq(s"p=$w/w$w-${i.toInt - 1}.parquet")), s"version $v")
+    }
   }
 
   // ---- logical conflicts ---------------------------------------------------------------------------------------

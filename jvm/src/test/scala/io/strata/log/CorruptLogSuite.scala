@@ -26,7 +26,12 @@ class CorruptLogSuite extends AnyFunSuite with LogTestSupport {
   private def expectedFiles(v: Int): Set[String] =
     Set("a0.parquet") ++ (1 to v).flatMap(i => Seq(s"f$i.parquet", s"g$i.parquet"))
 
-  private def open(table: JPath): TableLog = TableLog.forPath(hpath(table), newConf())
+  /** The table as a reader in a new JVM sees it (no snapshot cached from before the damage). */
+  private def open(table: JPath): TableLog = {
+    val log = TableLog.forPath(hpath(table), newConf())
+    SnapshotCache.invalidate(log.tablePath.toString)
+    log
+  }
 
   /** The load must fail with `T`, and leave every file of the table (data and log) byte-identical. */
   private def loadFails[T <: StrataException](table: JPath, load: TableLog => Any = _.snapshot())(

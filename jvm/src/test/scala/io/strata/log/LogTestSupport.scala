@@ -10,6 +10,13 @@ import org.scalatest.{BeforeAndAfterAll, Suite}
 
 import scala.jdk.CollectionConverters._
 
+/** `column = value` over a file's log partition values (a file without the value may hold anything). */
+final case class PartitionIs(column: String, value: String) extends FilePredicate {
+  val description = s"partition $column = $value"
+  def mayMatch(pv: Map[String, Option[String]], stats: Option[String]): Boolean =
+    !pv.contains(column) || pv(column).contains(value)
+}
+
 /** Temp tables on the real local file system, written through the real log code. */
 trait LogTestSupport extends BeforeAndAfterAll { self: Suite =>
   private val created = new java.util.concurrent.ConcurrentLinkedQueue[JPath]()
@@ -54,12 +61,7 @@ trait LogTestSupport extends BeforeAndAfterAll { self: Suite =>
     log
   }
 
-  /** `column = value` over a file's log partition values (a file without the value may hold anything). */
-  def partitionIs(column: String, value: String): FilePredicate = new FilePredicate {
-    val description = s"partition $column = $value"
-    def mayMatch(pv: Map[String, Option[String]], stats: Option[String]): Boolean =
-      !pv.contains(column) || pv(column).contains(value)
-  }
+  def partitionIs(column: String, value: String): FilePredicate = PartitionIs(column, value)
 
   def add(path: String, partitionValues: Map[String, Option[String]] = Map.empty, size: Long = 10L,
           stats: Option[String] = None): AddFile =

@@ -17,8 +17,10 @@ object V1TableWriter {
   /** Test-only: halt the driver JVM after the files are written, right before the log commit. */
   val HaltBeforeCommitKey = "strata.test.haltBeforeCommit"
 
-  def write(log: TableLog, data: DataFrame, mode: WriteMode, options: WriteOptions): Option[CommitResult] = {
-    val write = TableWrite.begin(log, data.schema, mode, options)
+  /** Writes `data` into the table, starting from `base` (the table as the caller loaded it; None: no table). */
+  def write(log: TableLog, data: DataFrame, mode: WriteMode, options: WriteOptions,
+            base: Option[io.strata.log.Snapshot]): Option[CommitResult] = {
+    val write = TableWrite.begin(log, data.schema, mode, options, Some(base))
     if (write.alreadyCommitted) return None
     write.readInput(InputReads.ofDataFrame(data, log.tablePath, write.schema))
     val spark = data.sparkSession

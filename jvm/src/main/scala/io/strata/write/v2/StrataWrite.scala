@@ -22,8 +22,6 @@ import scala.jdk.CollectionConverters._
  */
 final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: TableWrite, onCommit: () => Unit)
     extends Write with RequiresDistributionAndOrdering {
-  def this(log: TableLog, info: LogicalWriteInfo, mode: WriteMode, options: WriteOptions) =
-    this(log, info, TableWrite.begin(log, info.schema(), mode, options), () => ())
   private val mode = tableWrite.mode
   private val options = tableWrite.options
   private val partitionColumns = tableWrite.schema.partitionColumns

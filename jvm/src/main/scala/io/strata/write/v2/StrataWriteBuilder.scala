@@ -1,8 +1,8 @@
 package io.strata.write.v2
 
 import io.strata.config.{StrataOptions, WriteOptions}
-import io.strata.log.{InvalidTableOperationException, TableLog}
-import io.strata.write.{ReplaceWhereFiles, WriteMode}
+import io.strata.log.{InvalidTableOperationException, Snapshot, TableLog}
+import io.strata.write.{ReplaceWhereFiles, TableWrite, WriteMode}
 import org.apache.spark.sql.connector.expressions.filter.Predicate
 import org.apache.spark.sql.connector.write._
 
@@ -12,7 +12,7 @@ import scala.jdk.CollectionConverters._
  * DataSource V2 write builder of a Strata table: append by default; `truncate` (INSERT OVERWRITE / overwrite all),
  * `overwrite(predicates)` (static partition overwrite, overwrite by filter) and `overwriteDynamicPartitions`.
  */
-final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo) extends WriteBuilder
+final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo, base: Snapshot) extends WriteBuilder
     with SupportsOverwriteV2 with SupportsDynamicOverwrite {
   private var mode: WriteMode = WriteMode.Append
   private val options: WriteOptions = StrataOptions.parseCatalogWrite(
@@ -20,7 +20,7 @@ final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo) extends Wr
 
   /** Overwrite by filter replaces whole files, so the filter may refer to partition columns only. */
   override def canOverwrite(predicates: Array[Predicate]): Boolean = {
-    val partitionColumns = log.snapshotOption().map(_.partitionColumns).getOrElse(Nil)
+    val partitionColumns = base.partitionColumns
     predicates.forall(p => p.name() == "ALWAYS_TRUE" || ReplaceWhereFiles.onPartitionsOnly(sql(p), partitionColumns))
   }
 
@@ -39,7 +39,7 @@ final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo) extends Wr
       throw new InvalidTableOperationException("Options replaceWhere and partitionOverwriteMode belong to path " +
         "writes; for catalog tables use INSERT OVERWRITE ... PARTITION, overwrite(condition) or overwritePartitions().")
     }
-    new StrataWrite(log, info, mode, options)
+    new StrataWrite(log, info, TableWrite.begin(log, info.schema(), mode, options, Some(Some(base))), () => ())
   }
 
   /** A V2 predicate as SQL (Spark renders column names and literals in SQL syntax). */

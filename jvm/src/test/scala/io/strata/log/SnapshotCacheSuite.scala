@@ -1,0 +1,80 @@
+package io.strata.log
+
+import java.nio.file.Files
+
+import org.scalatest.funsuite.AnyFunSuite
+
+/** Loading a table again reads only the commits since the last load in this JVM, and never serves a stale table. */
+class SnapshotCacheSuite extends AnyFunSuite with LogTestSupport {
+  private def recordingConf() = {
+    val conf = newConf()
+    conf.set(LogStore.implKey("file"), classOf[RecordingLogStore].getName)
+    conf
+  }
+
+  private def sameState(a: Snapshot, b: Snapshot): Unit = {
+    assert(a.version == b.version)
+    assert(a.files.map(_.path).toSet == b.files.map(_.path).toSet)
+    assert(a.tombstones.map(_.path).toSet == b.tombstones.map(_.path).toSet)
+    assert(a.transactions == b.transactions && a.metadata == b.metadata && a.protocol == b.protocol)
+  }
+
+  test("a second load replays only the new commits, and equals a full load") {
+    val table = tempDir("cache")
+    val log = createTable(table, files = Seq(add("a.parquet")))
+    val reader = TableLog.forPath(hpath(table), recordingConf())
+    assert(reader.snapshot().version == 0L)
+    // Commits by another process: written straight to the log, so this JVM's cache does not know them.
+    def commit(v: Long, actions: Action*): Unit = log.store.putIfAbsent(FileNames.deltaFile(log.logPath, v),
+      actions.map(ActionCodec.serialize))
+    commit(1L, add("b.parquet"))
+    commit(2L, add("a.parquet").remove(1L), SetTransaction("app", 3L, None))
+    RecordingLogStore.clear()
+    val s = reader.snapshot()
+    assert(RecordingLogStore.readNames == Seq(f"${1}%020d.json", f"${2}%020d.json"))
+    sameState(s, reader.snapshotAt(2L))
+    assert(s.files.map(_.path) == Seq("b.parquet") && s.transactionVersion("app").contains(3L))
+    RecordingLogStore.clear()
+    assert(reader.snapshot() eq s, "nothing new: the cached snapshot itself")
+    assert(RecordingLogStore.readNames.isEmpty)
+  }
+
+  test("the committer's own new version is cached: the next load reads no commit file") {
+    val table = tempDir("cache-own")
+    val log = TableLog.forPath(hpath(table), recordingConf())
+    val txn = log.startTransaction()
+    txn.updateMetadata(metadata())
+    txn.commit(Seq(add("a.parquet")), Operation("CREATE TABLE"))
+    log.snapshot()
+    val t = log.startTransaction()
+    t.commit(Seq(add("b.parquet")), Operation("WRITE"))
+    RecordingLogStore.clear()
+    val s = log.snapshot()
+    assert(RecordingLogStore.readNames.isEmpty, s"read ${RecordingLogStore.readNames}")
+    sameState(s, log.snapshotAt(1L))
+  }
+
+  test("a table deleted and created again at the same place is loaded anew, not from the cache") {
+    val table = tempDir("cache-recreate")
+    val log = createTable(table, files = Seq(add("old-1.parquet")))
+    append(log, add("old-2.parquet"))
+    assert(log.snapshot().files.size == 2)
+    LogTestSupport.deleteRecursively(table)
+    Files.createDirectories(table)
+    val again = createTable(table, metadata(partitionColumns = Seq("p")), Seq(add("p=1/new.parquet", Map("p" -> Some("1")))))
+    append(again, add("p=1/new-2.parquet", Map("p" -> Some("1"))))
+    val s = TableLog.forPath(hpath(table), newConf()).snapshot()
+    assert(s.files.map(_.path).toSet == Set("p=1/new.parquet", "p=1/new-2.parquet"))
+    assert(s.partitionColumns == Seq("p"))
+  }
+
+  test("a newer checkpoint is used instead of the cached state, so segments stay what a full load chooses") {
+    val table = tempDir("cache-checkpoint")
+    val log = createTable(table, metadata(configuration = Map("delta.checkpointInterval" -> "3")))
+    log.snapshot()
+    (1 to 4).foreach(i => append(log, add(s"f$i.parquet")))
+    val s = TableLog.forPath(hpath(table), newConf()).snapshot()
+    assert(s.version == 4L && s.segment.checkpointVersion.contains(3L))
+    assert(s.segment.commitFiles.map(_.getName) == Seq(f"${4}%020d.json"))
+  }
+}
