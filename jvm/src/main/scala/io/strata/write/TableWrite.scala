@@ -62,7 +62,7 @@ final class TableWrite private (
       case WriteMode.Append => (Nil, None)
       case WriteMode.Overwrite => (currentFiles, Some(ReadPredicate.WholeTable))
       case WriteMode.DynamicOverwrite =>
-        val written = added.map(_.partitionValues).toSet
+        val written = io.strata.table.PartitionValues.keySet(added.map(_.partitionValues), schema.partitionSchema)
         val scope = ReadPredicate(s"the ${written.size} partition(s) this write replaces", written.contains)
         (currentFiles.filter(f => written.contains(f.partitionValues)), Some(scope))
       case WriteMode.ReplaceWhere(p) =>
