@@ -71,7 +71,9 @@ object PartitionValues {
 
   /** Days since 1970-01-01 of a `yyyy-MM-dd` date. */
   def parseDate(value: String): Int = value.trim match {
-    case DateForm(y, m, d) => LocalDate.of(y.toInt, m.toInt, d.toInt).toEpochDay.toInt
+    case DateForm(y, m, d) => try LocalDate.of(y.toInt, m.toInt, d.toInt).toEpochDay.toInt catch {
+      case e: java.time.DateTimeException => throw invalid(value, DateType, s"yyyy-MM-dd (${e.getMessage})")
+    }
     case _ => throw invalid(value, DateType, "yyyy-MM-dd")
   }
 
@@ -87,7 +89,7 @@ object PartitionValues {
   private def localMicrosOf(value: String, dataType: DataType, zoneAllowed: Boolean): Long = value.trim match {
     case TimestampForm(y, mo, d, h, mi, s, frac, zone) if zoneAllowed || zone == null =>
       val local = try LocalDateTime.of(y.toInt, mo.toInt, d.toInt, h.toInt, mi.toInt, Option(s).fold(0)(_.toInt))
-        catch { case e: java.time.DateTimeException => throw invalid(value, dataType, e.getMessage) }
+        catch { case e: java.time.DateTimeException => throw invalid(value, dataType, s"a real time (${e.getMessage})") }
       val offset = zone match {
         case null | "Z" | "UTC" => ZoneOffset.UTC
         case z => ZoneOffset.of(if (z.length == 3) z + ":00" else z)
