@@ -79,8 +79,11 @@ def test_dataframe_writer_v2(spark: SparkSession, tables: tuple[str, str, str]) 
         data.where("p = '1'").select("id", (F.col("v") + 100).alias("v"), "p").writeTo(table).overwritePartitions()
         assert rows(spark, table) == expected
         assert delta_rs_rows(location(spark, table)) == expected
-    data.writeTo(tables[0]).overwrite(F.col("p") == "2")
-    assert sorted(r[0] for r in spark.table(tables[0]).where("p = '2'").collect()) == [2, 5, 8, 11]
+    # Every row an overwrite by condition writes must match it (others are refused: test_partition_values.py).
+    replacement = data.where("p = '2'").select((F.col("id") + 1000).alias("id"), "v", "p")
+    replacement.writeTo(tables[0]).overwrite(F.col("p") == "2")
+    assert sorted(r[0] for r in spark.table(tables[0]).where("p = '2'").collect()) == [1002, 1005, 1008, 1011]
+    assert [r for r in rows(spark, tables[0]) if r[1] != "2"] == [r for r in expected if r[1] != "2"]
 
 
 def test_ctas_is_one_version_read_by_delta_rs(spark: SparkSession, tmp_path: Path) -> None:

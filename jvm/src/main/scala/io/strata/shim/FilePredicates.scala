@@ -81,17 +81,14 @@ object FilePredicates {
   }
 }
 
-/** The partitions a dynamic overwrite replaces: typed values, so every valid spelling of a value is the same. */
+/** The partitions a dynamic overwrite replaces, matched by value ([[PartitionValues.keySet]]), not by spelling. */
 final class PartitionSetPredicate(partitionSchema: StructType, written: Seq[Map[String, Option[String]]])
     extends FilePredicate {
-  private val keys: Set[Seq[Any]] = written.map(key).toSet
+  private val keys = PartitionValues.keySet(written, partitionSchema)
   val description: String = s"the ${keys.size} partition(s) this write replaces"
 
-  private def key(values: Map[String, Option[String]]): Seq[Any] =
-    FilePredicates.typedRow(partitionSchema, values).toSeq(partitionSchema)
-
   /** Whether a file with these partition values lies in one of the written partitions. */
-  def contains(values: Map[String, Option[String]]): Boolean = keys.contains(key(values))
+  def contains(values: Map[String, Option[String]]): Boolean = keys.contains(values)
 
   override def mayMatch(partitionValues: Map[String, Option[String]], stats: Option[String]): Boolean =
     !partitionSchema.fieldNames.forall(partitionValues.contains) || contains(partitionValues)

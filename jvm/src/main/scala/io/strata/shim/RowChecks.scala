@@ -11,6 +11,7 @@ import org.apache.spark.sql.types.StructType
  * CHECK constraints compiled for DataSource V2 tasks: analyzed once on the driver against the table schema (Spark's
  * analysis resolves columns and functions and coerces types), bound to the row layout the writer receives, and
  * evaluated per row on the executors. A row passes only when every predicate is TRUE (NULL fails, as in Delta).
+ * An overwrite by condition (replaceWhere) checks its condition the same way: every written row must match it.
  */
 final class RowChecks private (checks: Seq[RowChecks.Compiled]) extends Serializable {
   @transient private lazy val predicates: Array[BasePredicate] = checks.map { c =>
@@ -33,23 +34,30 @@ final class RowChecks private (checks: Seq[RowChecks.Compiled]) extends Serializ
         else org.apache.spark.sql.catalyst.CatalystTypeConverters.convertToScala(row.get(ordinal, dataType), dataType)
       s"$name = $value"
     }
-    new ConstraintViolationException(s"${c.constraint} violated by row with values: ${values.mkString(", ")}")
+    new ConstraintViolationException(s"${c.violation}${values.mkString(", ")}")
   }
 }
 
 object RowChecks {
-  private final case class Compiled(constraint: CheckConstraint, bound: Expression,
+  /** `violation`: the error message's start, followed by the row's values of the columns the check refers to. */
+  private final case class Compiled(violation: String, bound: Expression,
                                     columns: Seq[(String, Int, org.apache.spark.sql.types.DataType)])
 
   val none: RowChecks = new RowChecks(Nil)
 
-  /** Compiles `constraints` over rows of `schema`; a predicate that does not analyze names the constraint. */
-  def compile(spark: SparkSession, schema: StructType, constraints: Seq[CheckConstraint]): RowChecks =
-    if (constraints.isEmpty) none else {
+  /**
+   * Compiles `constraints`, and the condition of an overwrite by condition (`replaceWhere`, SQL), over rows of
+   * `schema`; a predicate that does not analyze names the constraint. The replaceWhere message is the V1 path's.
+   */
+  def compile(spark: SparkSession, schema: StructType, constraints: Seq[CheckConstraint],
+              replaceWhere: Option[String] = None): RowChecks = {
+    val checks = constraints.map(c => (c.toString, c.predicate, s"$c violated by row with values: ")) ++
+      replaceWhere.map(p => (s"replaceWhere '$p'", p, s"Written rows must match replaceWhere '$p'; a row does not: "))
+    if (checks.isEmpty) none else {
       val session = SparkInternals.classic(spark)
       val empty = session.createDataFrame(java.util.Collections.emptyList[Row](), schema)
-      new RowChecks(constraints.map { c =>
-        val analyzed = try empty.selectExpr(c.predicate).queryExecution.analyzed catch {
+      new RowChecks(checks.map { case (c, predicate, violation) =>
+        val analyzed = try empty.selectExpr(predicate).queryExecution.analyzed catch {
           case e: Exception => throw new InvalidTableOperationException(
             s"$c cannot be checked against the table's columns: ${e.getMessage.linesIterator.next()}")
         }
@@ -62,7 +70,8 @@ object RowChecks {
           s"$c is not a condition: its type is ${expr.dataType.simpleString}, not boolean.")
         val bound = BindReferences.bindReference(expr, input)
         val columns = bound.collect { case b: BoundReference => (schema(b.ordinal).name, b.ordinal, b.dataType) }.distinct
-        Compiled(c, bound, columns)
+        Compiled(violation, bound, columns)
       })
     }
+  }
 }

@@ -99,7 +99,9 @@ object SparkInternals {
   /**
    * Runs Spark's file writer over `data`: our Parquet format, our commit protocol, Hive-style partition directories
    * under `outputPath`. Spark's writer chooses single, dynamic-partition or concurrent output writers and honours
-   * maxRecordsPerFile; the commit protocol collects the files.
+   * maxRecordsPerFile; the commit protocol collects the files. Spark renders partition directory values in the
+   * write's `timeZone` option, else the session zone; Strata sets UTC, so that a directory value names one instant
+   * (01:30 in New York on a DST fall-back day names two) and the commit protocol reads it back exactly.
    */
   def writeFiles(
       data: DataFrame,
@@ -121,7 +123,7 @@ object SparkInternals {
       partitionColumns = partAttrs,
       bucketSpec = None,
       statsTrackers = Nil,
-      options = options)
+      options = options + (org.apache.spark.sql.catalyst.util.DateTimeUtils.TIMEZONE_OPTION -> "UTC"))
   }
 
   /** A relation that reads the given files with Spark's vectorized Parquet reader (partition pruning included). */

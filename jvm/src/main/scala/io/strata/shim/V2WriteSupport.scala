@@ -1,7 +1,5 @@
 package io.strata.shim
 
-import java.time.ZoneId
-
 import io.strata.table.{PartitionPaths, PartitionValues}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.mapreduce.{Job, JobID, TaskAttemptID, TaskID, TaskType}
@@ -10,7 +8,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, Cast, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.datasources.{OutputWriter, OutputWriterFactory}
-import org.apache.spark.sql.types.{StringType, StructType}
+import org.apache.spark.sql.types.{DataType, DateType, DecimalType, StringType, StructType, TimestampNTZType, TimestampType}
 import org.apache.spark.util.SerializableConfiguration
 
 /**
@@ -53,11 +51,11 @@ object ParquetFiles {
 }
 
 /**
- * Splits rows of a table's full schema into the data-column row and the partition: the Hive directory and the log's
- * partition values, rendered as Spark renders partition values (session time zone).
+ * Splits rows of a table's full schema into the data-column row and the partition: the Hive directory (rendered in
+ * UTC, so a directory names one instant) and the log's partition values, made from the internal values themselves
+ * (days, UTC microseconds, exact decimals), never from a session-zone rendering.
  */
-final class PartitionSplitter(schema: StructType, partitionColumns: Seq[String], timeZone: String)
-    extends Serializable {
+final class PartitionSplitter(schema: StructType, partitionColumns: Seq[String]) extends Serializable {
   private val partOrdinals = partitionColumns.map(schema.fieldIndex)
   private val dataOrdinals = schema.fields.indices.filterNot(partOrdinals.contains)
   val dataSchema: StructType = StructType(dataOrdinals.map(schema.fields(_)))
@@ -66,9 +64,8 @@ final class PartitionSplitter(schema: StructType, partitionColumns: Seq[String],
   @transient private lazy val keyProjection =
     UnsafeProjection.create(partOrdinals.map(i => BoundReference(i, schema(i).dataType, schema(i).nullable)))
   @transient private lazy val renderers = partOrdinals.map { i =>
-    Cast(BoundReference(i, schema(i).dataType, schema(i).nullable), StringType, Some(timeZone))
+    Cast(BoundReference(i, schema(i).dataType, schema(i).nullable), StringType, Some("UTC"))
   }
-  @transient private lazy val zone = ZoneId.of(timeZone)
 
   def isPartitioned: Boolean = partOrdinals.nonEmpty
 
@@ -88,10 +85,21 @@ final class PartitionSplitter(schema: StructType, partitionColumns: Seq[String],
   /** The partition directory (relative, escaped) and the log partition values of `row`. */
   def partition(row: InternalRow): (String, Map[String, Option[String]]) = {
     val raw = partitionColumns.zip(renderers).map { case (c, r) => c -> Option(r.eval(row)).map(_.toString) }
-    val dir = PartitionPaths.directory(raw)
-    val values = partitionColumns.zip(partOrdinals).zip(raw).map { case ((c, i), (_, v)) =>
-      c -> v.flatMap(PartitionValues.fromDirectoryValue(_, schema(i).dataType, zone))
+    val values = partitionColumns.zip(partOrdinals).zip(raw).map { case ((c, i), (_, rendered)) =>
+      c -> PartitionSplitter.logValue(row, i, schema(i).dataType, rendered)
     }.toMap
-    (dir, values)
+    (PartitionPaths.directory(raw), values)
   }
+}
+
+object PartitionSplitter {
+  /** The log value of field `i` of `row`; `rendered` is Spark's UTC string of it (right for the other types). */
+  private[shim] def logValue(row: InternalRow, i: Int, dataType: DataType, rendered: Option[String]): Option[String] =
+    if (row.isNullAt(i)) None else dataType match {
+      case DateType => Some(PartitionValues.formatDate(row.getInt(i)))
+      case TimestampType => Some(PartitionValues.formatTimestamp(row.getLong(i)))
+      case TimestampNTZType => Some(PartitionValues.formatTimestampNtz(row.getLong(i)))
+      case d: DecimalType => Some(PartitionValues.formatDecimal(row.getDecimal(i, d.precision, d.scale).toJavaBigDecimal))
+      case _ => rendered.filter(_.nonEmpty) // an empty string is null in the log, as in the directory name
+    }
 }

@@ -17,12 +17,12 @@ import scala.util.control.NonFatal
  * to their final place, with names no other attempt can produce; nothing is visible until the driver commits their
  * add actions to the log. A task's commit returns its files with partition values, size and statistics read from
  * the Parquet footer; an aborted task or job deletes what it wrote, including files of tasks that committed after
- * the job had already failed (see [[JobFiles]]).
+ * the job had already failed (see [[JobFiles]]). Partition values come from the directory names Spark's writer
+ * makes, which [[io.strata.shim.SparkInternals.writeFiles]] has it render in UTC: one name per instant.
  */
 final class DirectCommitProtocol(
     files: JobFiles,
     partitionSchema: StructType,
-    timeZone: String,
     numIndexedCols: Int) extends FileCommitProtocol with Serializable {
 
   /** Executor side: the relative (unencoded) paths this task attempt created. */
@@ -73,10 +73,9 @@ final class DirectCommitProtocol(
 
   private def partitionValues(relative: String): Map[String, Option[String]] = {
     val dir = relative.lastIndexOf('/') match { case -1 => ""; case i => relative.substring(0, i) }
-    val tz = java.time.ZoneId.of(timeZone)
     val parsed = PartitionPaths.parseDirectory(dir).toMap
     partitionSchema.fields.map { f =>
-      f.name -> parsed.get(f.name).flatMap(raw => PartitionValues.fromDirectoryValue(raw, f.dataType, tz))
+      f.name -> parsed.get(f.name).flatMap(raw => PartitionValues.fromDirectoryValue(raw, f.dataType))
     }.toMap
   }
 

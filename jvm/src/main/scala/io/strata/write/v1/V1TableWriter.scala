@@ -31,8 +31,7 @@ object V1TableWriter {
     }
     val root = log.tablePath.toString
     val jobFiles = new JobFiles(root)
-    val committer = new DirectCommitProtocol(jobFiles, write.schema.partitionSchema,
-      SparkInternals.sessionTimeZone(spark), write.numIndexedColumns)
+    val committer = new DirectCommitProtocol(jobFiles, write.schema.partitionSchema, write.numIndexedColumns)
     val writerOptions = Map("compression" -> options.compression) ++
       options.maxRecordsPerFile.map(n => "maxRecordsPerFile" -> n.toString)
     jobFiles.tagged(SparkInternals.writeFiles(toWrite, root, write.schema.partitionColumns, committer, writerOptions))

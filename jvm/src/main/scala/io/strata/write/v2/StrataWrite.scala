@@ -3,7 +3,7 @@ package io.strata.write.v2
 import io.strata.config.{DistributionMode, WriteConf, WriteOptions}
 import io.strata.log.{AddFile, StrataException, TableLog}
 import io.strata.log.CheckConstraints
-import io.strata.shim.{InputReads, ParquetFiles, PartitionSplitter, RowChecks, SparkInternals}
+import io.strata.shim.{InputReads, ParquetFiles, PartitionSplitter, RowChecks}
 import io.strata.write.{JobFiles, ReplaceWhereFiles, TableWrite, WriteMode}
 import io.strata.write.v1.DirectCommitProtocol
 import org.apache.spark.sql.SparkSession
@@ -92,9 +92,12 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
     if (tableWrite.alreadyCommitted) return new DiscardingWriterFactory
     val spark = SparkSession.active
     val schema = tableWrite.schema
-    val splitter = new PartitionSplitter(schema.schema, schema.partitionColumns, SparkInternals.sessionTimeZone(spark))
+    val splitter = new PartitionSplitter(schema.schema, schema.partitionColumns)
     val files = ParquetFiles.prepare(spark, Map("compression" -> options.compression), splitter.dataSchema)
-    val checks = RowChecks.compile(spark, schema.schema, tableWrite.txn.metadata.toSeq.flatMap(CheckConstraints.of))
+    // An overwrite by condition replaces what the condition matches: a written row outside it is refused, as on V1.
+    val replaceWhere = tableWrite.mode match { case WriteMode.ReplaceWhere(p) => Some(p); case _ => None }
+    val checks = RowChecks.compile(spark, schema.schema, tableWrite.txn.metadata.toSeq.flatMap(CheckConstraints.of),
+      replaceWhere)
     val factory = new StrataDataWriterFactory(jobFiles, files, splitter, tableWrite.numIndexedColumns,
       options.maxRecordsPerFile.getOrElse(0L), targetFileSize, if (fanout) maxOpenFiles else 0, checks)
     // Spark runs the write job on this thread next: tag it, so that an abort can wait for its straggling tasks.

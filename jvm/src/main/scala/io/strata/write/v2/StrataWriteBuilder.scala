@@ -2,6 +2,7 @@ package io.strata.write.v2
 
 import io.strata.config.{StrataOptions, WriteOptions}
 import io.strata.log.{InvalidTableOperationException, Snapshot, TableLog}
+import io.strata.shim.V2PredicateSql
 import io.strata.write.{ReplaceWhereFiles, TableWrite, WriteMode}
 import org.apache.spark.sql.connector.expressions.filter.Predicate
 import org.apache.spark.sql.connector.write._
@@ -18,10 +19,14 @@ final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo, base: Snap
   private val options: WriteOptions = StrataOptions.parseCatalogWrite(
     info.options().asCaseSensitiveMap().asScala.toMap, org.apache.spark.sql.SparkSession.active.conf.getOption)
 
-  /** Overwrite by filter replaces whole files, so the filter may refer to partition columns only. */
+  /**
+   * Overwrite by filter replaces whole files, so the filter may refer to partition columns only; and it must render
+   * as SQL (see [[V2PredicateSql]]). Otherwise Spark refuses the overwrite, naming the filter.
+   */
   override def canOverwrite(predicates: Array[Predicate]): Boolean = {
     val partitionColumns = base.partitionColumns
-    predicates.forall(p => p.name() == "ALWAYS_TRUE" || ReplaceWhereFiles.onPartitionsOnly(sql(p), partitionColumns))
+    predicates.forall(p => p.name() == "ALWAYS_TRUE" ||
+      V2PredicateSql(p).exists(ReplaceWhereFiles.onPartitionsOnly(_, partitionColumns)))
   }
 
   override def overwrite(predicates: Array[Predicate]): WriteBuilder = {
@@ -42,6 +47,7 @@ final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo, base: Snap
     new StrataWrite(log, info, TableWrite.begin(log, info.schema(), mode, options, Some(Some(base))), () => ())
   }
 
-  /** A V2 predicate as SQL (Spark renders column names and literals in SQL syntax). */
-  private def sql(p: Predicate): String = p.toString
+  /** A V2 predicate as SQL with exact literals ([[canOverwrite]] accepted only predicates that render). */
+  private def sql(p: Predicate): String = V2PredicateSql(p).getOrElse(
+    throw new IllegalStateException(s"Overwrite filter $p cannot be rendered as SQL"))
 }
