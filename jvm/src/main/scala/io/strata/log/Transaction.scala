@@ -44,6 +44,10 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
   /** Sets new table metadata (creating a table, or changing schema, partitioning or properties). */
   def updateMetadata(m: Metadata): Unit = newMetadata = Some(m)
 
+  private var requiredProtocol: Option[Protocol] = None
+  /** Asks for at least protocol `p` in this commit (table properties delta.minWriterVersion, delta.feature.*). */
+  def requireProtocol(p: Protocol): Unit = requiredProtocol = Some(p)
+
   /** Declares that the outcome depends on the rows in these partitions (overwrite, replaceWhere, ...). */
   def readWhere(predicate: ReadPredicate): Unit = readPredicates :+= predicate
 
@@ -63,11 +67,12 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     committed = true
     val meta = metadata.getOrElse(throw new InvalidTableOperationException(
       s"Cannot create table ${log.tablePath} without metadata (a schema)."))
-    val protocol = readSnapshot match {
+    val derived = readSnapshot match {
       case None => ProtocolSupport.minimumFor(meta)
       case Some(s) if newMetadata.isDefined => ProtocolSupport.upgradeFor(s.protocol, meta)
       case Some(s) => s.protocol
     }
+    val protocol = requiredProtocol.fold(derived)(ProtocolSupport.merge(derived, _))
     ProtocolSupport.checkWritable(protocol, meta, log.tablePath.toString)
     validate(actions, meta)
     val isolation = IsolationLevel.of(meta.configuration)
