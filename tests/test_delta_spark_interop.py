@@ -108,3 +108,16 @@ def test_check_constraints_hold_across_strata_and_delta_spark(spark: SparkSessio
             spark.sql(f"INSERT INTO strata.`{path}` VALUES (-7)")
     strata.write(spark.createDataFrame([(4,)], "id long"), path)
     assert sorted(r.id for r in spark.read.format("strata").load(str(path)).collect()) == [1, 2, 3, 4]
+
+
+def test_delta_spark_reads_and_writes_a_table_created_at_protocol_3_7(spark: SparkSession, tmp_path: Path) -> None:
+    """TBLPROPERTIES ('delta.minReaderVersion'='3', 'delta.minWriterVersion'='7') gives a protocol delta-spark takes."""
+    path = tmp_path / "features"
+    spark.sql(f"CREATE TABLE strata.`{path}` (id BIGINT) USING strata "
+              "TBLPROPERTIES ('delta.minReaderVersion'='3', 'delta.minWriterVersion'='7')")
+    spark.sql(f"INSERT INTO strata.`{path}` VALUES (1), (2)")
+    peer = run_delta_spark("append_id", path, tmp_path / "out.json")
+    assert peer["protocol"] == [3, 7]
+    assert sorted(json.loads(r)["id"] for r in peer["rows"]) == [1, 2, 100]
+    spark.sql(f"INSERT INTO strata.`{path}` VALUES (3)")
+    assert sorted(r.id for r in spark.read.format("strata").load(str(path)).collect()) == [1, 2, 3, 100]

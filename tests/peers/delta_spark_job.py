@@ -3,9 +3,11 @@
 Usage: python delta_spark_job.py read PATH OUT_JSON
        python delta_spark_job.py write PATH OUT_JSON
        python delta_spark_job.py constraints PATH OUT_JSON
+       python delta_spark_job.py append_id PATH OUT_JSON
 `read` dumps the table's rows (as JSON strings) and version; `write` creates a table with delta-spark first;
 `constraints` takes a table (id long) with CHECK constraint id > 0 made by Strata: it appends a violating row (and
-records delta-spark's error), appends id 3, then adds a constraint of its own (id < 100).
+records delta-spark's error), appends id 3, then adds a constraint of its own (id < 100). `append_id` appends
+id 100 to a table (id long) and records the protocol delta-spark sees (DESCRIBE DETAIL).
 """
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ def main() -> None:
             spark.createDataFrame(rows[k:k + 3], schema).write.format("delta").mode("append").save(path)
         spark.createDataFrame(rows[5:30], schema).write.format("delta").mode("overwrite").save(path)
         spark.createDataFrame(rows[0:4], schema).write.format("delta").mode("append").save(path)
-    result_extra: dict[str, str] = {}
+    result_extra: dict[str, object] = {}
     if mode == "constraints":
         try:
             spark.createDataFrame([(-1,)], "id long").write.format("delta").mode("append").save(path)
@@ -54,6 +56,10 @@ def main() -> None:
             result_extra["violation_error"] = lines[0] if lines else str(e)[:2000]
         spark.createDataFrame([(3,)], "id long").write.format("delta").mode("append").save(path)
         spark.sql(f"ALTER TABLE delta.`{path}` ADD CONSTRAINT small CHECK (id < 100)")
+    if mode == "append_id":
+        spark.createDataFrame([(100,)], "id long").write.format("delta").mode("append").save(path)
+        detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]
+        result_extra["protocol"] = [detail["minReaderVersion"], detail["minWriterVersion"]]
     df = spark.read.format("delta").load(path)
     version = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").agg({"version": "max"}).collect()[0][0]
     result = {"rows": sorted(df.toJSON().collect()), "version": version, "columns": df.columns, **result_extra}

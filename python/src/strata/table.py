@@ -82,7 +82,8 @@ class Table:
           the instant it names; a ``date`` is its midnight in the session time zone.
 
         At most one of them. Bad values raise :class:`strata.InvalidOptionError` before Spark is called; a missing
-        table raises :class:`strata.TableNotFoundError`, a version that does not exist :class:`strata.StrataError`.
+        table raises :class:`strata.TableNotFoundError`; a version that does not exist, or a time before the first
+        commit or after the latest one, :class:`strata.StrataError`.
         Works on classic and Spark Connect sessions.
 
         >>> t = strata.Table.for_path(spark, "/data/events")

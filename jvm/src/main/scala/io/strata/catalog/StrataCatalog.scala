@@ -60,8 +60,7 @@ class StrataCatalog extends StagingTableCatalog with SupportsNamespaces {
     }
 
   override def loadTable(ident: Identifier, version: String): Table = {
-    val v = version.toLongOption.getOrElse(throw new IllegalArgumentException(
-      s"VERSION AS OF needs a whole version number, not '$version'."))
+    val v = StrataCatalog.version(version)
     if (!tableExists(ident)) throw new NoSuchTableException(ident.namespace().toIndexedSeq :+ ident.name())
     new StrataV2Table(displayName(ident), logOf(ident).snapshotAt(v), timeTravel = true)
   }
@@ -131,7 +130,7 @@ class StrataCatalog extends StagingTableCatalog with SupportsNamespaces {
       throw new NoSuchNamespaceException(ident.namespace())
     }
     new StagedStrataTable(logOf(ident), displayName(ident),
-      TableCreation.definition(columns, partitions, props(properties)), operation)
+      TableCreation.definition(columns, partitions, props(properties), displayName(ident)), operation)
   }
 
   override def purgeTable(ident: Identifier): Boolean = dropTable(ident)
@@ -193,4 +192,10 @@ class StrataCatalog extends StagingTableCatalog with SupportsNamespaces {
     }
     fs.delete(dir, true)
   }
+}
+
+object StrataCatalog {
+  /** The version of `VERSION AS OF`: a whole number (Spark passes it as a string). */
+  private[catalog] def version(version: String): Long = version.trim.toLongOption.getOrElse(
+    throw new IllegalArgumentException(s"VERSION AS OF needs a whole version number, not '$version'."))
 }

@@ -2,7 +2,7 @@ package io.strata.catalog
 
 import java.util
 
-import io.strata.log.TableLog
+import io.strata.log.{TableLog, TableProperties}
 import io.strata.shim.SparkInternals
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
@@ -22,14 +22,34 @@ class StrataSessionCatalog extends DelegatingCatalogExtension {
 
   private def hadoopConf = SparkInternals.hadoopConf(SparkSession.active, Map.empty)
 
-  override def loadTable(ident: Identifier): Table = {
-    val table = super.loadTable(ident)
+  /** The log of a session-catalog table declared `USING strata`, None for any other table. */
+  private def strataLog(table: Table): Option[TableLog] = {
     val props = table.properties()
     if (isStrata(props) && props.containsKey(TableCatalog.PROP_LOCATION)) {
-      val log = TableLog.forPath(new Path(props.get(TableCatalog.PROP_LOCATION)), hadoopConf)
-      log.snapshotOption().map(s => new StrataV2Table((ident.namespace() :+ ident.name()).mkString("."), s): Table)
-        .getOrElse(table)
-    } else table
+      Some(TableLog.forPath(new Path(props.get(TableCatalog.PROP_LOCATION)), hadoopConf))
+    } else None
+  }
+
+  private def displayName(ident: Identifier) = (ident.namespace() :+ ident.name()).mkString(".")
+
+  override def loadTable(ident: Identifier): Table = {
+    val table = super.loadTable(ident)
+    strataLog(table).flatMap(_.snapshotOption()).map(s => new StrataV2Table(displayName(ident), s): Table)
+      .getOrElse(table)
+  }
+
+  // Time travel (VERSION / TIMESTAMP AS OF): the same rules as the strata catalog, through the table's log.
+  override def loadTable(ident: Identifier, version: String): Table = {
+    val table = super.loadTable(ident)
+    strataLog(table).map(log => new StrataV2Table(displayName(ident), log.snapshotAt(StrataCatalog.version(version)),
+      timeTravel = true)).getOrElse(super.loadTable(ident, version))
+  }
+
+  override def loadTable(ident: Identifier, timestampMicros: Long): Table = {
+    val table = super.loadTable(ident)
+    strataLog(table).map(log => new StrataV2Table(displayName(ident),
+      log.snapshotAsOf(Math.floorDiv(timestampMicros, 1000L)), timeTravel = true))
+      .getOrElse(super.loadTable(ident, timestampMicros))
   }
 
   // CHECK constraints in DDL: Strata tables store and enforce them; other tables get what the built-in catalog does.
@@ -57,6 +77,8 @@ class StrataSessionCatalog extends DelegatingCatalogExtension {
     else if (explicit.isEmpty) throw new IllegalStateException(s"Cannot create table $ident: its default location " +
       s"${log.tablePath} already holds a Strata table. Remove it, or give it as LOCATION to adopt it.")
     val withLocation = new util.HashMap[String, String](properties)
+    // Protocol properties went into the log's protocol action; like the log's metadata, the entry does not keep them.
+    properties.keySet().asScala.filter(TableProperties.isProtocolProperty).foreach(withLocation.remove)
     withLocation.put(TableCatalog.PROP_LOCATION, log.tablePath.toString)
     if (explicit.isEmpty) withLocation.put(ManagedKey, "true")
     super.createTable(ident, columns, partitions, withLocation)
@@ -71,6 +93,7 @@ class StrataSessionCatalog extends DelegatingCatalogExtension {
       // Constraints live in the log only; the catalog entry keeps columns, properties and comments in step.
       val forCatalog = changes.filter {
         case _: TableChange.AddConstraint | _: TableChange.DropConstraint => false
+        case c: TableChange.SetProperty => !TableProperties.isProtocolProperty(c.property)
         case _ => true
       }
       if (forCatalog.nonEmpty) super.alterTable(ident, forCatalog: _*)

@@ -1,6 +1,6 @@
 package io.strata.catalog
 
-import io.strata.log.{CheckConstraint, CheckConstraints, InvalidTableOperationException, Operation, Snapshot, TableLog, TableNotFoundException, TableOperation}
+import io.strata.log.{CheckConstraint, CheckConstraints, InvalidTableOperationException, Operation, Snapshot, TableLog, TableNotFoundException, TableOperation, TableProperties}
 import io.strata.read.SnapshotReader
 import io.strata.shim.RowChecks
 import io.strata.table.TableSchema
@@ -22,11 +22,15 @@ object TableAlteration {
     var meta = snapshot.metadata
     var schema = TableSchema.of(meta).schema
     var conf = meta.configuration
+    var set = Map.empty[String, String] // plain SET TBLPROPERTIES: checked (and protocol ones applied) together
     changes.foreach {
       case c: TableChange.SetProperty if CheckConstraints.isConstraintProperty(c.property) =>
         val name = c.property.substring(CheckConstraints.Prefix.length)
         conf = CheckConstraints.add(CheckConstraints.drop(conf, name, ifExists = true, table), name, c.value, table)
-      case c: TableChange.SetProperty => conf = conf + (c.property -> c.value)
+      case c: TableChange.SetProperty => set += c.property -> c.value
+      case c: TableChange.RemoveProperty if TableProperties.isProtocolProperty(c.property) =>
+        throw new InvalidTableOperationException(s"Cannot unset ${c.property} of $table: protocol properties are " +
+          "not stored (they upgraded the protocol, which is never downgraded); nothing was changed.")
       case c: TableChange.RemoveProperty => conf = conf - c.property
       case c: TableChange.AddConstraint => conf = TableCreation.withConstraint(conf, c.constraint(), table)
       case c: TableChange.DropConstraint => conf = CheckConstraints.drop(conf, c.name(), c.ifExists(), table)
@@ -52,6 +56,8 @@ object TableAlteration {
       case other => throw new InvalidTableOperationException(
         s"ALTER TABLE change ${other.getClass.getSimpleName} is not supported by Strata yet; nothing was changed.")
     }
+    val stored = TableProperties.applyTo(txn, set, table) // keys in canonical case: replace any other spelling
+    conf = conf.filterNot { case (k, _) => stored.keys.exists(_.equalsIgnoreCase(k)) } ++ stored
     val added = CheckConstraints.of(conf).filterNot(CheckConstraints.of(meta.configuration).contains)
     if (added.nonEmpty) validate(snapshot, schema, added)
     meta = meta.copy(configuration = conf, schemaString = schema.json)

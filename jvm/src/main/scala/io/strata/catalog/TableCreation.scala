@@ -2,7 +2,7 @@ package io.strata.catalog
 
 import java.util.UUID
 
-import io.strata.log.{ActionCodec, CheckConstraints, InvalidTableOperationException, Metadata, Operation, TableLog, TableOperation}
+import io.strata.log.{ActionCodec, CheckConstraints, InvalidTableOperationException, Metadata, Operation, TableLog, TableOperation, TableProperties}
 import io.strata.table.TableSchema
 import io.strata.write.TableDefinition
 import org.apache.spark.sql.connector.catalog.{Column, TableCatalog, TableInfo}
@@ -35,8 +35,9 @@ object TableCreation {
         s"supported: Strata tables take CHECK constraints only (got ${other.toDDL}).")
     }
 
-  /** The table a CREATE / REPLACE statement declares. */
-  def definition(columns: Array[Column], partitions: Array[Transform], props: Map[String, String]): TableDefinition = {
+  /** The table a CREATE / REPLACE statement declares; its `delta.*` properties are checked here, before any job. */
+  def definition(columns: Array[Column], partitions: Array[Transform], props: Map[String, String],
+                 table: String): TableDefinition = {
     val schema = StructType(columns.map { c =>
       val f = StructField(c.name(), c.dataType(), c.nullable())
       Option(c.comment()).fold(f)(f.withComment)
@@ -46,13 +47,14 @@ object TableCreation {
         s"Partition transform ${t.describe()} is not supported: Strata partitions by plain columns.")
       t.references().head.fieldNames().mkString(".")
     })
-    TableDefinition(schema, partCols,
-      props.filter { case (k, _) => !reserved(k) && !k.startsWith(TableCatalog.OPTION_PREFIX) },
+    TableDefinition(schema, partCols, TableProperties.validate(
+      props.filter { case (k, _) => !reserved(k) && !k.startsWith(TableCatalog.OPTION_PREFIX) }, table),
       props.get(TableCatalog.PROP_COMMENT))
   }
 
   def create(log: TableLog, columns: Array[Column], partitions: Array[Transform], props: Map[String, String]): Unit =
-    commitDefinition(log, definition(columns, partitions, props), "CREATE TABLE", createOnly = true)
+    commitDefinition(log, definition(columns, partitions, props, log.tablePath.toString), "CREATE TABLE",
+      createOnly = true)
 
   /**
    * Commits a table definition without data (CREATE TABLE, or a REPLACE that wrote no rows: all files removed).
@@ -64,7 +66,8 @@ object TableCreation {
     val base = txn.readSnapshot.map(_.metadata).getOrElse(Metadata(id = UUID.randomUUID().toString, schemaString = "",
       createdTime = Some(System.currentTimeMillis())))
     val meta = base.copy(description = d.description, schemaString = d.schema.json,
-      partitionColumns = d.partitionColumns, configuration = d.properties)
+      partitionColumns = d.partitionColumns,
+      configuration = TableProperties.applyTo(txn, d.properties, log.tablePath.toString))
     txn.commit(TableOperation.ReplaceTable(meta, txn.readSnapshot.map(_.files).getOrElse(Nil), Nil, createOnly), Nil,
       Operation(operation, Map("partitionBy" -> ActionCodec.mapper.writeValueAsString(d.partitionColumns.toArray))))
   }

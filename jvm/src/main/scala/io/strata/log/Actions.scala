@@ -73,6 +73,8 @@ final case class DomainMetadata(domain: String, configuration: String, removed: 
 final case class CommitInfo(json: ObjectNode) extends Action {
   def timestamp: Option[Long] = Option(json.get("timestamp")).filter(_.canConvertToLong).map(_.asLong)
   def operation: Option[String] = Option(json.get("operation")).filter(_.isTextual).map(_.asText)
+  /** Set by writers of tables with in-commit timestamps (PROTOCOL.md, "In-Commit Timestamps"). */
+  def inCommitTimestamp: Option[Long] = Option(json.get("inCommitTimestamp")).filter(_.canConvertToLong).map(_.asLong)
 }
 
 /** An action type this version of Strata does not know (e.g. `cdc`, `checkpointMetadata`), carried verbatim. */

@@ -16,7 +16,7 @@ object ProtocolSupport {
     (if (writerVersion >= 2) Set("appendOnly", "invariants") else Set.empty[String]) ++
       (if (writerVersion >= 3) Set("checkConstraints") else Set.empty[String])
 
-  private val legacyWriterNeeds = Map(
+  private[log] val legacyWriterNeeds = Map(
     4 -> "change data feed or generated columns (writer version 4)",
     5 -> "column mapping (writer version 5)",
     6 -> "identity columns (writer version 6)")
@@ -31,9 +31,14 @@ object ProtocolSupport {
   }
 
   /** The protocol after a metadata change on an existing table (upgrades only, never downgrades). */
-  def upgradeFor(current: Protocol, metadata: Metadata): Protocol = {
-    val needed = minimumFor(metadata)
-    // A legacy writer version stands for the features it implies, so legacy and feature protocols compare.
+  def upgradeFor(current: Protocol, metadata: Metadata): Protocol = merge(current, minimumFor(metadata))
+
+  /**
+   * The weakest protocol that has everything `current` and `needed` have; `current` itself when it already covers
+   * `needed` (so asking for less never downgrades). A legacy writer version stands for the features it implies, so
+   * legacy and feature protocols compare; mixing them gives a feature protocol (writer 7).
+   */
+  def merge(current: Protocol, needed: Protocol): Protocol = {
     def writerFeatures(p: Protocol) =
       if (p.supportsWriterFeatures) p.writerFeatures.getOrElse(Set.empty) else legacyWriterFeatures(p.minWriterVersion)
     val covered = needed.minReaderVersion <= current.minReaderVersion &&
@@ -42,8 +47,10 @@ object ProtocolSupport {
       (current.supportsWriterFeatures || needed.minWriterVersion <= current.minWriterVersion)
     if (covered) current
     else if (needed.supportsWriterFeatures || current.supportsWriterFeatures) {
-      Protocol(3, 7,
-        Some(current.readerFeatures.getOrElse(Set.empty) ++ needed.readerFeatures.getOrElse(Set.empty)),
+      val reader = math.max(current.minReaderVersion, needed.minReaderVersion)
+      Protocol(reader, 7,
+        if (reader >= 3) Some(current.readerFeatures.getOrElse(Set.empty) ++ needed.readerFeatures.getOrElse(Set.empty))
+        else None,
         Some(writerFeatures(current) ++ writerFeatures(needed)))
     } else Protocol(math.max(current.minReaderVersion, needed.minReaderVersion),
       math.max(current.minWriterVersion, needed.minWriterVersion))

@@ -74,22 +74,43 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     load(listing, Some(version))
   }
 
-  /** The snapshot of the last version committed at or before `timestampMillis`. */
+  /**
+   * The snapshot of the last version committed at or before `timestampMillis` (time travel by timestamp). A timestamp
+   * before the first commit or after the latest one is refused naming the range, as delta-spark does.
+   */
   def snapshotAsOf(timestampMillis: Long): Snapshot = {
     val stamps = commitTimestamps()
     if (stamps.isEmpty) throw new TableNotFoundException(tablePath.toString)
-    val candidates = stamps.filter(_._2 <= timestampMillis)
-    if (candidates.isEmpty) throw new InvalidTableOperationException(
-      s"No version of $tablePath was committed at or before ${java.time.Instant.ofEpochMilli(timestampMillis)}; the " +
-        s"earliest available commit is version ${stamps.head._1} at ${java.time.Instant.ofEpochMilli(stamps.head._2)}.")
-    snapshotAt(candidates.last._1)
+    def at(v: (Long, Long)) = s"version ${v._1} at ${java.time.Instant.ofEpochMilli(v._2)}"
+    val range = s"the table's commits go from ${at(stamps.head)} to ${at(stamps.last)}"
+    val asked = java.time.Instant.ofEpochMilli(timestampMillis)
+    if (timestampMillis < stamps.head._2) throw new InvalidTableOperationException(
+      s"No version of $tablePath was committed at or before $asked: $range. Use a timestamp in that range.")
+    if (timestampMillis > stamps.last._2) throw new InvalidTableOperationException(
+      s"Timestamp $asked is after the latest commit of $tablePath: $range. Use a timestamp in that range.")
+    snapshotAt(stamps.filter(_._2 <= timestampMillis).last._1)
   }
 
-  /** Commit timestamps by version (file modification times, made monotonic as PROTOCOL.md asks). */
+  /**
+   * Commit timestamps by version. Versions written with in-commit timestamps (PROTOCOL.md, "In-Commit Timestamps":
+   * from `delta.inCommitTimestampEnablementVersion`, or from the start when the table was created with
+   * `delta.enableInCommitTimestamps`) take commitInfo.inCommitTimestamp; the others take the commit file's
+   * modification time, made monotonic as PROTOCOL.md asks.
+   */
   def commitTimestamps(): Seq[(Long, Long)] = {
-    val commits = listLog().commits.toSeq.sortBy(_._1)
+    val listing = listLog()
+    val commits = listing.commits.toSeq.sortBy(_._1)
+    val ictFrom = if (commits.isEmpty) None else TableLog.inCommitTimestampsFrom(load(listing, None).metadata)
     var last = Long.MinValue
-    commits.map { case (v, st) => last = math.max(last + 1, st.getModificationTime); v -> last }
+    commits.map { case (v, st) =>
+      val ict = ictFrom.filter(v >= _).map { _ =>
+        readCommit(v, st.getPath).collectFirst { case c: CommitInfo => c.inCommitTimestamp }.flatten.getOrElse(
+          throw new CorruptLogException(s"Commit $v of $tablePath has no commitInfo.inCommitTimestamp, but the table " +
+            "has in-commit timestamps from version " + ictFrom.get + " on."))
+      }
+      last = ict.getOrElse(math.max(last + 1, st.getModificationTime))
+      v -> last
+    }
   }
 
   /** Commits newest first, with their commitInfo. */
@@ -232,6 +253,11 @@ object TableLog {
       v.toIntOption.filter(_ > 0).getOrElse(throw new InvalidTableOperationException(
         s"Table property $CheckpointIntervalKey must be a positive whole number, not '$v'."))
     }.getOrElse(DefaultCheckpointInterval)
+
+  /** The first version with in-commit timestamps, when the table's (latest) metadata enables them. */
+  private def inCommitTimestampsFrom(m: Metadata): Option[Long] =
+    if (!m.configuration.get("delta.enableInCommitTimestamps").exists(_.trim.equalsIgnoreCase("true"))) None
+    else Some(m.configuration.get("delta.inCommitTimestampEnablementVersion").flatMap(_.trim.toLongOption).getOrElse(0L))
 
   /** delta.deletedFileRetentionDuration ("interval 1 week" by default). */
   def tombstoneRetentionMillis(conf: Map[String, String]): Long =

@@ -54,6 +54,10 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
   def readWhere(predicate: FilePredicate): Unit =
     if (!reads.predicates.contains(predicate)) reads = reads.copy(predicates = reads.predicates :+ predicate)
 
+  private var requiredProtocol: Option[Protocol] = None
+  /** Asks for at least protocol `p` in this commit (table properties delta.minWriterVersion, delta.feature.*). */
+  def requireProtocol(p: Protocol): Unit = requiredProtocol = Some(p)
+
   /** Declares that the outcome depends on these files still being there (files it will remove or rewrite). */
   def readFiles(files: Iterable[AddFile]): Unit =
     reads = reads.copy(files = reads.files ++ files.map(f => Snapshot.absolutePath(log.tablePath, f.path).toString))
@@ -81,11 +85,12 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     committed = true
     val meta = metadata.getOrElse(throw new InvalidTableOperationException(
       s"Cannot create table ${log.tablePath} without metadata (a schema)."))
-    val protocol = readSnapshot match {
+    val derived = readSnapshot match {
       case None => ProtocolSupport.minimumFor(meta)
       case Some(s) if newMetadata.isDefined => ProtocolSupport.upgradeFor(s.protocol, meta)
       case Some(s) => s.protocol
     }
+    val protocol = requiredProtocol.fold(derived)(ProtocolSupport.merge(derived, _))
     ProtocolSupport.checkWritable(protocol, meta, log.tablePath.toString)
     validate(actions, meta)
     val isolation = IsolationLevel.of(meta.configuration)

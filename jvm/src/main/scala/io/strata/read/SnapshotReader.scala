@@ -3,9 +3,8 @@ package io.strata.read
 import io.strata.config.ReadOptions
 import io.strata.log.{AddFile, InvalidTableOperationException, ProtocolSupport, Snapshot, TableLog}
 import io.strata.shim.{IndexedFile, LogFileIndex, SparkInternals}
-import io.strata.table.{PartitionValues, TableSchema}
+import io.strata.table.TableSchema
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.sources.BaseRelation
 
 /** Reads a snapshot through Spark's Parquet reader, with the log (never a directory listing) naming the files. */
@@ -35,12 +34,8 @@ object SnapshotReader {
     val table = TableSchema.of(snapshot.metadata)
     val partSchema = table.partitionSchema
     val files = only.getOrElse(snapshot.files).map { f =>
-      val values = InternalRow.fromSeq(partSchema.fields.toSeq.map { field =>
-        f.partitionValues.getOrElse(field.name, None).map { v =>
-          SparkInternals.castPartitionValue(PartitionValues.toCastableString(v, field.dataType), field.dataType, "UTC")
-        }.orNull
-      })
-      IndexedFile(snapshot.absolutePath(f.path), f.size, f.modificationTime, values, f.stats)
+      IndexedFile(snapshot.absolutePath(f.path), f.size, f.modificationTime,
+        SparkInternals.partitionRow(partSchema, f.partitionValues), f.stats)
     }
     new LogFileIndex(spark, snapshot.tablePath, files, table.schema, partSchema, Map.empty, snapshot.version, timeTravel)
   }

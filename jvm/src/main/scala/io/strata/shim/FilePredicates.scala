@@ -3,7 +3,6 @@ package io.strata.shim
 import io.strata.log.FilePredicate
 import io.strata.table.PartitionValues
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{And, Attribute, AttributeReference, BasePredicate, BoundReference, Expression, Predicate, SubqueryExpression}
 import org.apache.spark.sql.catalyst.plans.logical.Filter
 import org.apache.spark.sql.types.StructType
@@ -35,21 +34,13 @@ final class ConditionPredicate private[shim] (
       case None => true
       // A file entry without its partition values (an old remove action) may be anywhere.
       case Some(_) if !partitionSchema.fieldNames.forall(partitionValues.contains) => true
-      case Some(p) => scala.util.Try(p.eval(FilePredicates.typedRow(partitionSchema, partitionValues))).getOrElse(true)
+      case Some(p) => scala.util.Try(p.eval(SparkInternals.partitionRow(partitionSchema, partitionValues))).getOrElse(true)
     }
     partitionsMatch && stats.mayMatch(statsJson)
   }
 }
 
 object FilePredicates {
-  /** The typed partition values of a file entry, in `partitionSchema` order (zone-less timestamps are UTC). */
-  def typedRow(partitionSchema: StructType, values: Map[String, Option[String]]): InternalRow =
-    InternalRow.fromSeq(partitionSchema.fields.toSeq.map { f =>
-      values.getOrElse(f.name, None).map { v =>
-        SparkInternals.castPartitionValue(PartitionValues.toCastableString(v, f.dataType), f.dataType, "UTC")
-      }.orNull
-    })
-
   /** The rows a SQL predicate over the table's columns selects, as a read set. */
   def fromSql(spark: SparkSession, sql: String, tableSchema: StructType, partitionColumns: Seq[String]): FilePredicate = {
     val session = SparkInternals.classic(spark)

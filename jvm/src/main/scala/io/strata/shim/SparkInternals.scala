@@ -80,16 +80,16 @@ object SparkInternals {
       case org.apache.spark.sql.catalyst.plans.logical.Filter(c, child) => (c, child.output)
     }.getOrElse(throw new IllegalStateException(s"Could not analyze predicate '$predicate'"))
     val bound = org.apache.spark.sql.catalyst.expressions.Predicate.create(condition._1, condition._2)
-    val fields = partitionSchema.fields.toSeq
-    values => {
-      val row = InternalRow.fromSeq(fields.map { f =>
-        values.getOrElse(f.name, None).map { v =>
-          castPartitionValue(io.strata.table.PartitionValues.toCastableString(v, f.dataType), f.dataType, "UTC")
-        }.orNull
-      })
-      bound.eval(row)
-    }
+    values => bound.eval(partitionRow(partitionSchema, values))
   }
+
+  /** A file's log partition values as Catalyst values, in `partitionSchema` order (zone-less timestamps are UTC). */
+  def partitionRow(partitionSchema: StructType, values: Map[String, Option[String]]): InternalRow =
+    InternalRow.fromSeq(partitionSchema.fields.toSeq.map { f =>
+      values.getOrElse(f.name, None).map { v =>
+        castPartitionValue(io.strata.table.PartitionValues.toCastableString(v, f.dataType), f.dataType, "UTC")
+      }.orNull
+    })
 
   def hadoopConf(spark: SparkSession, options: Map[String, String]): Configuration =
     classic(spark).sessionState.newHadoopConfWithOptions(options)

@@ -135,7 +135,8 @@ object TableWrite {
     val base = txn.readSnapshot.map(_.metadata).getOrElse(Metadata(id = UUID.randomUUID().toString, schemaString = "",
       createdTime = Some(System.currentTimeMillis())))
     txn.updateMetadata(base.copy(schemaString = definition.schema.json, partitionColumns = definition.partitionColumns,
-      configuration = definition.properties, description = definition.description))
+      configuration = TableProperties.applyTo(txn, definition.properties, log.tablePath.toString),
+      description = definition.description))
     val matched = TableSchema.matchColumns(definition.schema, dataSchema, log.tablePath.toString)
     val mode = if (txn.readSnapshot.isDefined) WriteMode.Overwrite else WriteMode.Append
     new TableWrite(log, txn, TableSchema(definition.schema, definition.partitionColumns), matched.feeds, mode,
