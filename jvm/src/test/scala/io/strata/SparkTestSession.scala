@@ -7,6 +7,7 @@ import org.scalatest.{BeforeAndAfterAll, Suite}
 
 /** One local[2] SparkSession per test JVM (suites share it), tuned for 2 cores. */
 object SparkTestSession {
+  private val tables = new java.util.concurrent.atomic.AtomicInteger()
   lazy val spark: SparkSession = SparkSession.builder()
     .master("local[2]")
     .appName("strata-tests")
@@ -27,6 +28,18 @@ trait SparkTestSession extends BeforeAndAfterAll { self: Suite =>
     val d = Files.createTempDirectory(prefix)
     d.toFile.deleteOnExit()
     d
+  }
+
+  /** The location of a catalog table, as DESCRIBE TABLE EXTENDED shows it. */
+  def location(table: String): String = spark.sql(s"DESCRIBE TABLE EXTENDED $table")
+    .where("col_name = 'Location'").head().getString(1)
+
+  /** A new table `strata.<namespace>.t<N>` created with `ddl` (columns, USING, PARTITIONED BY, ...). */
+  def freshTable(namespace: String, ddl: String): String = {
+    spark.sql(s"CREATE NAMESPACE IF NOT EXISTS strata.$namespace")
+    val name = s"strata.$namespace.t${SparkTestSession.tables.incrementAndGet()}"
+    spark.sql(s"CREATE TABLE $name $ddl")
+    name
   }
 
   /** Every regular file below `dir`, relative, excluding checksum files. */

@@ -33,6 +33,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
   private var newMetadata: Option[Metadata] = None
   private var reads = ReadSet()
   private var requireNewTable = false
+  private var requiredProtocol: Option[Protocol] = None
   private var committed = false
 
   /** The metadata this transaction will commit with (the new one, if set). */
@@ -54,7 +55,6 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
   def readWhere(predicate: FilePredicate): Unit =
     if (!reads.predicates.contains(predicate)) reads = reads.copy(predicates = reads.predicates :+ predicate)
 
-  private var requiredProtocol: Option[Protocol] = None
   /** Asks for at least protocol `p` in this commit (table properties delta.minWriterVersion, delta.feature.*). */
   def requireProtocol(p: Protocol): Unit = requiredProtocol = Some(p)
 
@@ -119,27 +119,16 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
       reads.fromVersion.foreach(v => checker.checkCommits(v + 1, Some(readVersion)))
       Transaction.beforeCommitHook.get().foreach(_(this))
       while (true) {
-        val outcome = try { log.store.putIfAbsent(FileNames.deltaFile(log.logPath, version), lines); None } catch {
-          case e: FileAlreadyExistsException => Some(e)
-          case e: java.nio.file.FileAlreadyExistsException => Some(e)
-          case e: java.io.IOException =>
-            // Ambiguous: the version may or may not have been written. Our txnId says whether it is ours.
-            ownCommitAt(version) match {
-              case Some(true) => None
-              case Some(false) => Some(e)
-              case None =>
-                ioFailures += 1
-                if (ioFailures >= Transaction.MaxIoFailures) throw e
-                Some(null)
-            }
-        }
-        outcome match {
-          case None =>
+        put(version, lines) match {
+          case Transaction.Landed =>
             if (version == readVersion + 1) remember(version, body)
             postCommit(version, meta)
             return CommitResult(version, attempt, info)
-          case Some(null) => attempt += 1 // nothing landed: the same version again
-          case Some(_) =>
+          case Transaction.NotWritten(e) =>
+            ioFailures += 1
+            if (ioFailures >= Transaction.MaxIoFailures) throw e
+            attempt += 1 // the same version again
+          case Transaction.LostRace =>
             if (attempt >= maxAttempts) throw new CommitRetriesExhaustedException(attempt, version)
             version = checker.checkCommits(version, None) + 1
             attempt += 1
@@ -169,6 +158,17 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
         commitFiles = seg.commitFiles :+ status.getPath, lastCommitTimestamp = status.getModificationTime)), Some(status))
     } catch { case NonFatal(e) => Transaction.logger.debug(s"Not caching version $version of ${log.tablePath}", e) }
   }
+
+  /** One attempt to create `version`. After an I/O error the version is read back: our txnId says whether it landed. */
+  private def put(version: Long, lines: Seq[String]): Transaction.PutOutcome =
+    try { log.store.putIfAbsent(FileNames.deltaFile(log.logPath, version), lines); Transaction.Landed } catch {
+      case _: FileAlreadyExistsException | _: java.nio.file.FileAlreadyExistsException => Transaction.LostRace
+      case e: java.io.IOException => ownCommitAt(version) match {
+        case Some(true) => Transaction.Landed
+        case Some(false) => Transaction.LostRace
+        case None => Transaction.NotWritten(e)
+      }
+    }
 
   /** After an ambiguous write of `version`: Some(true) if it holds this transaction, Some(false) if another's. */
   private def ownCommitAt(version: Long): Option[Boolean] =
@@ -234,6 +234,11 @@ object Transaction {
   val DefaultMaxRetries = 100
   /** I/O failures (nothing landed) tolerated on one version before the error is raised. */
   private val MaxIoFailures = 3
+
+  private sealed trait PutOutcome
+  private case object Landed extends PutOutcome
+  private case object LostRace extends PutOutcome
+  private final case class NotWritten(error: java.io.IOException) extends PutOutcome
 
   /**
    * Test-only: runs between a transaction's read and its first commit attempt (in the committing thread), so tests

@@ -147,7 +147,7 @@ class ConflictMatrixSuite extends AnyFunSuite with LogTestSupport {
     assert(t2.commit(Seq(inP("2", "t2")), Operation("WRITE")).version == 2L)
   }
 
-  test("one txnId per transaction, in commitInfo; an ambiguous put that landed is recognised as our own commit") {
+  test("one txnId per transaction; an ambiguous put that landed is our commit, one that did not is tried again") {
     val table = tempDir("matrix-ambiguous")
     val conf = newConf()
     conf.set(LogStore.implKey("file"), classOf[LandsThenFailsLogStore].getName)
@@ -158,8 +158,26 @@ class ConflictMatrixSuite extends AnyFunSuite with LogTestSupport {
     assert(r.version == 1L && r.attempts == 1)
     assert(r.commitInfo.json.get("txnId").asText == t.txnId)
     assert(latestVersion(table) == 1L && log.snapshot().files.map(_.path) == Seq("x.parquet"))
+
+    // A put that failed before landing: the same version is tried again, once.
+    val conf2 = newConf()
+    conf2.set(LogStore.implKey("file"), classOf[FailsOnceLogStore].getName)
+    FailsOnceLogStore.failed.set(false)
+    val r2 = TableLog.forPath(hpath(table), conf2).startTransaction().commit(Seq(add("y.parquet")), Operation("WRITE"))
+    assert(r2.version == 2L && r2.attempts == 2 && latestVersion(table) == 2L)
+    assert(actionsOf(deltaFile(table, 2)).collect { case a: AddFile => a.path } == Seq("y.parquet"))
   }
 }
+
+/** A log store whose first put fails with an I/O error before anything lands (then it works). */
+final class FailsOnceLogStore(underlying: org.apache.hadoop.fs.FileSystem) extends LogStore {
+  private val local = new LocalLogStore(underlying)
+  override def fs: org.apache.hadoop.fs.FileSystem = local.fs
+  override def putIfAbsent(path: org.apache.hadoop.fs.Path, lines: Seq[String]): Unit =
+    if (FailsOnceLogStore.failed.compareAndSet(false, true)) throw new java.io.IOException("connection refused")
+    else local.putIfAbsent(path, lines)
+}
+object FailsOnceLogStore { val failed = new java.util.concurrent.atomic.AtomicBoolean(false) }
 
 /** A log store whose put lands and then reports an I/O error (a lost response): the commit's outcome is ambiguous. */
 final class LandsThenFailsLogStore(underlying: org.apache.hadoop.fs.FileSystem) extends LogStore {

@@ -90,7 +90,7 @@ class ConcurrentWriteSuite extends AnyFunSuite with SparkTestSession {
     spark.sql("DROP TABLE IF EXISTS strata.cw.t")
     spark.sql("CREATE TABLE strata.cw.t (id BIGINT, p STRING) USING strata PARTITIONED BY (p)")
     spark.sql("INSERT INTO strata.cw.t VALUES (1, 'a'), (2, 'b')")
-    val path = spark.sql("DESCRIBE TABLE EXTENDED strata.cw.t").where($"col_name" === "Location").head().getString(1)
+    val path = location("strata.cw.t")
     withRivalBeforeCommit(append(path, 3L -> "b")) {
       spark.sql("INSERT OVERWRITE strata.cw.t PARTITION (p = 'a') SELECT 10")
     }

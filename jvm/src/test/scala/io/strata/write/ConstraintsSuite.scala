@@ -15,19 +15,10 @@ class ConstraintsSuite extends AnyFunSuite with SparkTestSession {
   import spark.implicits._
 
   private def rows(df: DataFrame): Seq[Row] = df.collect().toSeq.sortBy(_.toString)
-  private def location(table: String): String =
-    spark.sql(s"DESCRIBE TABLE EXTENDED $table").where($"col_name" === "Location").head().getString(1)
   private def log(table: String) = TableLog.forPath(new Path(location(table)), new Configuration())
   private def localDir(table: String) = Paths.get(new java.net.URI(location(table)).getPath)
 
-  private var n = 0
-  private def freshTable(ddl: String): String = {
-    n += 1
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS strata.ck")
-    val name = s"strata.ck.t$n"
-    spark.sql(s"CREATE TABLE $name $ddl")
-    name
-  }
+  private def freshTable(ddl: String): String = freshTable("ck", ddl)
 
   private def causes(e: Throwable): Seq[Throwable] = Iterator.iterate(e)(_.getCause).takeWhile(_ != null).toSeq
 

@@ -26,18 +26,9 @@ class PartitionValuesWriteSuite extends AnyFunSuite with SparkTestSession {
   }
 
   private def log(path: String) = TableLog.forPath(new Path(path), new Configuration())
-  private def location(table: String): String =
-    spark.sql(s"DESCRIBE TABLE EXTENDED $table").where($"col_name" === "Location").head().getString(1)
   private def rows(df: DataFrame): Seq[Row] = df.collect().toSeq.sortBy(_.getLong(0))
 
-  private var n = 0
-  private def freshTable(ddl: String): String = {
-    n += 1
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS strata.pv")
-    val name = s"strata.pv.t$n"
-    spark.sql(s"CREATE TABLE $name $ddl")
-    name
-  }
+  private def freshTable(ddl: String): String = freshTable("pv", ddl)
 
   private def fallBackRows: DataFrame =
     FallBack.zipWithIndex.map { case (i, id) => (id.toLong, Timestamp.from(i)) }.toDF("id", "ts")

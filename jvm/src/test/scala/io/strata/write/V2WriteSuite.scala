@@ -16,18 +16,10 @@ class V2WriteSuite extends AnyFunSuite with SparkTestSession {
   import spark.implicits._
 
   private def rows(df: DataFrame): Seq[Row] = df.collect().toSeq.sortBy(_.toString)
-  private def location(table: String): String =
-    spark.sql(s"DESCRIBE TABLE EXTENDED $table").where($"col_name" === "Location").head().getString(1)
   private def log(table: String) = TableLog.forPath(new Path(location(table)), new Configuration())
 
-  private var n = 0
-  private def freshTable(ddl: String = "(id BIGINT, p STRING) USING strata PARTITIONED BY (p)"): String = {
-    n += 1
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS strata.v2")
-    val name = s"strata.v2.t$n"
-    spark.sql(s"CREATE TABLE $name $ddl")
-    name
-  }
+  private def freshTable(ddl: String = "(id BIGINT, p STRING) USING strata PARTITIONED BY (p)"): String =
+    freshTable("v2", ddl)
 
   test("INSERT INTO, INSERT OVERWRITE (static partition, whole table) and overwritePartitions match Parquet tables") {
     val t = freshTable()
@@ -231,6 +223,7 @@ class V2WriteSuite extends AnyFunSuite with SparkTestSession {
     assert(spark.sql(s"DESCRIBE TABLE $t").where($"col_name" === "note").head().getString(2) == "free text")
     val e = intercept[Exception](spark.sql(s"ALTER TABLE $t ADD COLUMNS (bad INT NOT NULL)"))
     assert(e.getMessage.contains("Cannot add NOT NULL column 'bad'"))
+    val n = t.stripPrefix("strata.v2.t")
     spark.sql(s"ALTER TABLE $t RENAME TO v2.renamed_$n") // V2 catalogs take the new name without the catalog
     assert(spark.sql("SHOW TABLES IN strata.v2").where($"tableName" === s"renamed_$n").count() == 1)
     assert(spark.table(s"strata.v2.renamed_$n").count() == 2)
