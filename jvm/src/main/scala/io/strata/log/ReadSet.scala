@@ -34,7 +34,4 @@ final case class ReadSet(
     predicates: Vector[FilePredicate] = Vector.empty,
     files: Set[String] = Set.empty,
     appIds: Set[String] = Set.empty,
-    fromVersion: Option[Long] = None) {
-  def isEmpty: Boolean = predicates.isEmpty && files.isEmpty && appIds.isEmpty
-  def readsWholeTable: Boolean = predicates.contains(FilePredicate.WholeTable)
-}
+    fromVersion: Option[Long] = None)

@@ -39,8 +39,6 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
   /** The metadata this transaction will commit with (the new one, if set). */
   def metadata: Option[Metadata] = newMetadata.orElse(readSnapshot.map(_.metadata))
   def protocol: Option[Protocol] = readSnapshot.map(_.protocol)
-  /** What this transaction has declared it read so far. */
-  def readSet: ReadSet = reads
 
   /** Sets new table metadata (creating a table, or changing schema, partitioning or properties). */
   def updateMetadata(m: Metadata): Unit = newMetadata = Some(m)
