@@ -55,7 +55,7 @@ def tagged(df: DataFrame, markers: str, tag: str) -> DataFrame:
     return df.mapInPandas(fn, SCHEMA)
 
 
-def killing(df: DataFrame, markers: str, table: str) -> DataFrame:
+def killing(df: DataFrame, markers: str, table: str, tag: str) -> DataFrame:
     """The first attempt of partition KILL_PARTITION passes its rows on until this task has a data file open in
     the table, then kills its own executor JVM (SIGKILL): the file stays behind, half written, with no abort."""
     def fn(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -73,7 +73,7 @@ def killing(df: DataFrame, markers: str, table: str) -> DataFrame:
                     return
                 time.sleep(0.05)
             pid = executor_pid()
-            Path(markers, "killed.json").write_text(json.dumps({"pid": pid, "files": own_files()}))
+            Path(markers, f"killed-{tag}.json").write_text(json.dumps({"pid": pid, "files": own_files()}))
             os.kill(pid, signal.SIGKILL)
             os._exit(1)  # this worker's JVM is gone; nothing it does any more can reach Spark
 
@@ -102,7 +102,7 @@ def failing(df: DataFrame) -> DataFrame:
 
 def await_executors(spark: SparkSession, n: int, timeout: float = 90.0) -> int:
     """Bounded wait until n executors are registered with the driver."""
-    tracker = spark.sparkContext._jsc.sc().statusTracker()  # type: ignore[union-attr]
+    tracker = spark.sparkContext._jsc.sc().statusTracker()
     deadline = time.monotonic() + timeout
     while True:
         executors = len(tracker.getExecutorInfos()) - 1  # the driver is listed too
@@ -143,13 +143,20 @@ def scenario_writes(spark: SparkSession, cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def scenario_kill(spark: SparkSession, cfg: dict[str, Any]) -> dict[str, Any]:
-    table = cfg["v1_table"]
-    await_executors(spark, 2)
+    """A V1 save, then a V2 append to a new catalog table; each kills one executor once."""
+    v1, markers = cfg["v1_table"], cfg["markers"]
     # 8 partitions of 20,000 rows in batches of 2,000: far more than the Python worker's 64 KiB output buffer.
-    df = killing(source(spark, 0, 160_000, 8), cfg["markers"], table)
-    df.write.format("strata").save(table)
-    return {"rows": spark.read.format("strata").load(table).count(),
-            "distinct": spark.read.format("strata").load(table).select("id").distinct().count()}
+    await_executors(spark, 2)
+    killing(source(spark, 0, 160_000, 8), markers, v1, "v1").write.format("strata").save(v1)
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS strata.cluster")
+    spark.sql("CREATE TABLE strata.cluster.k (id BIGINT, p STRING) USING strata")
+    v2 = location(spark, "strata.cluster.k").removeprefix("file:")
+    await_executors(spark, 2)  # the killed executor's replacement
+    killing(source(spark, 0, 160_000, 8), markers, v2, "v2").writeTo("strata.cluster.k").append()
+    counts = {}
+    for api, df in (("v1", spark.read.format("strata").load(v1)), ("v2", spark.table("strata.cluster.k"))):
+        counts[api] = [df.count(), df.select("id").distinct().count()]
+    return {"counts": counts, "v2_location": v2}
 
 
 def scenario_fail(spark: SparkSession, cfg: dict[str, Any]) -> dict[str, Any]:

@@ -217,6 +217,28 @@ def test_v1_and_v2_writes_on_two_executors(cluster: Cluster, tmp_path: Path) -> 
         assert all(t["pid"] != os.getpid() for t in tasks)
 
 
+def test_executor_killed_during_write_is_retried(cluster: Cluster, tmp_path: Path) -> None:
+    """The first attempt of one task kills its executor JVM (SIGKILL) while it has a data file open in the table,
+    in a V1 save and in a V2 append: Spark reruns the task, the write commits every row once, and the file the dead
+    attempt left behind is deleted."""
+    v1 = tmp_path / "v1"
+    result = cluster.run_driver(tmp_path, "kill", v1_table=str(v1))
+    v2 = Path(result["v2_location"])
+
+    assert result["counts"] == {"v1": [160_000, 160_000], "v2": [160_000, 160_000]}
+    for api, table, version in (("v1", v1, 0), ("v2", v2, 1)):
+        killed = json.loads((tmp_path / "markers" / f"killed-{api}.json").read_text())
+        assert killed["files"], f"{api}: the killed attempt had no file open"
+        assert not Path(f"/proc/{killed['pid']}").exists(), f"{api}: the executor JVM is still running"
+        dt = DeltaTable(str(table))
+        assert dt.version() == version
+        ids = sorted(r["id"] for r in dt.to_pyarrow_table(columns=["id"]).to_pylist())
+        assert ids == list(range(160_000)), api
+        for f in killed["files"]:
+            assert not Path(f).exists(), f"{api}: the killed attempt's file {f} is still there"
+        assert disk_files(table) == live_files(table), api
+
+
 def test_failed_job_leaves_table_and_no_files(cluster: Cluster, tmp_path: Path) -> None:
     """A job whose task fails on every attempt: the V1 and the V2 append fail, the tables stay at their last
     version with their rows, and no file of the failed jobs remains."""
