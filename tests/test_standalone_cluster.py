@@ -87,11 +87,23 @@ class Cluster:
         }
         cfg = {"master": self.master_url, "scenario": scenario, "markers": str(markers),
                "warehouse": str(tmp / "warehouse"), "conf": settings, **paths}
-        proc = subprocess.run([sys.executable, str(APP), json.dumps(cfg)], cwd=tmp, env=self.env,
-                              capture_output=True, text=True, timeout=DRIVER_TIMEOUT)
-        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+        # Its own process group: on a timeout the driver's JVM goes with it.
+        proc = subprocess.Popen([sys.executable, str(APP), json.dumps(cfg)], cwd=tmp, env=self.env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            stdout, stderr = proc.communicate(timeout=DRIVER_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            stdout, stderr = proc.communicate()
+            pytest.fail(f"driver {scenario} timed out after {DRIVER_TIMEOUT}s\n{stderr[-6000:]}\n{self.logs()}")
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # nothing of the driver may outlive it
+            except ProcessLookupError:
+                pass
+        lines = [ln for ln in stdout.splitlines() if ln.startswith("RESULT ")]
         assert proc.returncode == 0 and len(lines) == 1, (
-            f"driver {scenario} exited {proc.returncode}\n{proc.stderr[-6000:]}\n{self.logs()}")
+            f"driver {scenario} exited {proc.returncode}\n{stderr[-6000:]}\n{self.logs()}")
         return dict(json.loads(lines[0][len("RESULT "):]))
 
 
