@@ -2,6 +2,7 @@ package io.strata.write
 
 import java.util.UUID
 
+import io.strata.log.AddFile
 import io.strata.shim.JobTasks
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -14,6 +15,10 @@ import scala.util.control.NonFatal
  * tasks, then sweeps the table's directories for files with that UUID, skipping any file the table's latest version
  * references (a sweep must never delete committed data, whoever wrote it). The sweep lists the table (outside
  * `_delta_log`), which is paid on failure only.
+ *
+ * A job that commits can leave garbage too: a task attempt that died without running its abort (its executor JVM
+ * killed or lost) leaves the file it had open, and Spark reruns the task. Each task reports whether it was such a
+ * rerun ([[JobFiles.isRerun]]); when one was, the commit is followed by the same sweep, keeping the files it added.
  */
 final class JobFiles(val tableRoot: String) extends Serializable {
   val token: String = UUID.randomUUID().toString
@@ -34,18 +39,46 @@ final class JobFiles(val tableRoot: String) extends Serializable {
    * After a failed job (nothing committed): waits for its straggling tasks, then deletes every file of the job under
    * the table. Best effort; what it cannot delete is unreferenced by the log, invisible to readers.
    */
-  def sweepAfterAbort(conf: Configuration, waitMs: Long = 120000L): Unit = try {
+  def sweepAfterAbort(conf: Configuration, waitMs: Long = 120000L): Unit = {
+    val root = new Path(tableRoot)
+    sweep(conf, waitMs, () => io.strata.log.TableLog.forPath(root, conf).snapshotOption()
+      .map(s => s.files.map(f => s.absolutePath(f.path).toString).toSet).getOrElse(Set.empty))
+  }
+
+  /**
+   * After this job committed `added`, when some task was a rerun ([[JobFiles.isRerun]]): waits for straggling tasks,
+   * then deletes every file of the job that the commit did not add (what dead attempts left). Only this job's commit
+   * can reference a file with its UUID, so `added` is all that must stay, whatever later commits did. Best effort.
+   */
+  def sweepAfterCommit(conf: Configuration, added: Seq[AddFile], waitMs: Long = 120000L): Unit = {
+    val root = new Path(tableRoot)
+    sweep(conf, waitMs, () => added.map(f => io.strata.log.Snapshot.absolutePath(root, f.path)).map { p =>
+      p.getFileSystem(conf).makeQualified(p).toString
+    }.toSet)
+  }
+
+  private def sweep(conf: Configuration, waitMs: Long, keep: () => Set[String]): Unit = try {
     JobTasks.awaitTasksEnded(sparkTag, waitMs)
     val root = new Path(tableRoot)
     val fs = root.getFileSystem(conf)
-    val log = io.strata.log.TableLog.forPath(root, conf)
-    lazy val referenced: Set[String] =
-      log.snapshotOption().map(s => s.files.map(f => s.absolutePath(f.path).toString).toSet).getOrElse(Set.empty)
-    def sweep(dir: Path): Unit = fs.listStatus(dir).foreach { st =>
+    lazy val kept = keep()
+    def sweepDir(dir: Path): Unit = fs.listStatus(dir).foreach { st =>
       val name = st.getPath.getName
-      if (st.isDirectory) { if (!name.startsWith("_") && !name.startsWith(".")) sweep(st.getPath) }
-      else if (isJobFile(name) && !referenced(fs.makeQualified(st.getPath).toString)) fs.delete(st.getPath, false)
+      if (st.isDirectory) { if (!name.startsWith("_") && !name.startsWith(".")) sweepDir(st.getPath) }
+      else if (isJobFile(name) && !kept(fs.makeQualified(st.getPath).toString)) fs.delete(st.getPath, false)
     }
-    if (fs.exists(root)) sweep(root)
+    if (fs.exists(root)) sweepDir(root)
   } catch { case NonFatal(_) => }
 }
+
+object JobFiles {
+  /**
+   * Executor side: whether the running task attempt is a rerun (a later attempt of the task, or a task of a
+   * resubmitted stage). An earlier attempt may have died without its abort and left a file behind.
+   */
+  def isRerun: Boolean = Option(org.apache.spark.TaskContext.get()).exists(c => c.attemptNumber() > 0 ||
+    c.stageAttemptNumber() > 0)
+}
+
+/** What one task wrote, and whether it was a rerun ([[JobFiles.isRerun]]). */
+final case class TaskFiles(files: Seq[AddFile], rerun: Boolean)

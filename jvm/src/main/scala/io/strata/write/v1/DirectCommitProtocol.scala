@@ -2,7 +2,7 @@ package io.strata.write.v1
 
 import io.strata.log.AddFile
 import io.strata.table.{PartitionPaths, PartitionValues}
-import io.strata.write.{DataFiles, JobFiles}
+import io.strata.write.{DataFiles, JobFiles, TaskFiles}
 import org.apache.hadoop.fs.Path
 import org.apache.hadoop.mapreduce.{JobContext, TaskAttemptContext}
 import org.apache.spark.internal.io.{FileCommitProtocol, FileNameSpec}
@@ -31,8 +31,11 @@ final class DirectCommitProtocol(
   @transient private var committedTaskFiles: mutable.ArrayBuffer[AddFile] = _
   /** Driver side, after commitJob: the files the log commit will add. */
   @transient private var jobFiles: Seq[AddFile] = Nil
+  /** Driver side, after commitJob: whether a task was a rerun, so that a dead attempt may have left a file. */
+  @transient private var rerun = false
 
   def addedFiles: Seq[AddFile] = jobFiles
+  def hadRerunTasks: Boolean = rerun
 
   override def setupJob(jobContext: JobContext): Unit = committedTaskFiles = mutable.ArrayBuffer.empty
 
@@ -68,7 +71,7 @@ final class DirectCommitProtocol(
     // Last, so that the time between the authorization and the driver hearing of this task stays as short as it can.
     io.strata.shim.SparkInternals.authorizeTaskCommit(taskContext)
     io.strata.shim.WriteFaults.afterCommitAuthorized(conf)
-    new TaskCommitMessage(adds)
+    new TaskCommitMessage(TaskFiles(adds, JobFiles.isRerun))
   }
 
   private def partitionValues(relative: String): Map[String, Option[String]] = {
@@ -84,11 +87,14 @@ final class DirectCommitProtocol(
 
   override def onTaskCommit(taskCommit: TaskCommitMessage): Unit = {
     if (committedTaskFiles == null) committedTaskFiles = mutable.ArrayBuffer.empty
-    committedTaskFiles ++= taskCommit.obj.asInstanceOf[Seq[AddFile]]
+    committedTaskFiles ++= taskCommit.obj.asInstanceOf[TaskFiles].files
   }
 
-  override def commitJob(jobContext: JobContext, taskCommits: Seq[TaskCommitMessage]): Unit =
-    jobFiles = taskCommits.flatMap(_.obj.asInstanceOf[Seq[AddFile]])
+  override def commitJob(jobContext: JobContext, taskCommits: Seq[TaskCommitMessage]): Unit = {
+    val tasks = taskCommits.map(_.obj.asInstanceOf[TaskFiles])
+    jobFiles = tasks.flatMap(_.files)
+    rerun = tasks.exists(_.rerun)
+  }
 
   /** Spark aborts the job before the log commit could happen: every file written so far is garbage. */
   override def abortJob(jobContext: JobContext): Unit = {

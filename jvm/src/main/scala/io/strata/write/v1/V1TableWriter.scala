@@ -43,7 +43,11 @@ object V1TableWriter {
         DirectCommitProtocol.deleteFiles(root, files, log.conf)
         throw e
     }
-    if (result.alreadyCommitted) { DirectCommitProtocol.deleteFiles(root, files, log.conf); None } else Some(result)
+    if (result.alreadyCommitted) { DirectCommitProtocol.deleteFiles(root, files, log.conf); None }
+    else {
+      if (committer.hadRerunTasks) jobFiles.sweepAfterCommit(log.conf, files) // what dead attempts left behind
+      Some(result)
+    }
   }
 
   /**

@@ -113,7 +113,7 @@ final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: 
     val dataFiles = new DataFiles(tableRoot, files.hadoopConf, numIndexedCols)
     val adds: Seq[AddFile] = finished.toSeq.flatMap { case (relative, values) => dataFiles.finish(relative, values) }
     io.strata.shim.WriteFaults.afterCommitAuthorized(files.hadoopConf) // Spark authorized this commit already
-    StrataTaskCommit(adds)
+    StrataTaskCommit(adds, JobFiles.isRerun)
   }
 
   override def abort(): Unit = {

@@ -121,7 +121,13 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
         InputReads.of(plan, log.tablePath, tableWrite.schema.schema, tableWrite.schema.partitionColumns)))
       val result = tableWrite.commit(files)
       if (result.alreadyCommitted) DirectCommitProtocol.deleteFiles(log.tablePath.toString, files, log.conf)
-      else committed = Some((result, (System.nanoTime() - start) / 1000000L))
+      else {
+        committed = Some((result, (System.nanoTime() - start) / 1000000L))
+        // A rerun task means an attempt may have died without its abort: delete what it left behind.
+        if (messages.exists { case m: StrataTaskCommit => m.rerun; case _ => false }) {
+          jobFiles.sweepAfterCommit(log.conf, files)
+        }
+      }
       onCommit()
     } catch {
       case e: StrataException => // certainly not committed: the files will never be referenced
@@ -159,8 +165,8 @@ final class DiscardingWriterFactory extends DataWriterFactory {
     }
 }
 
-/** What one task wrote. */
-final case class StrataTaskCommit(files: Seq[AddFile]) extends WriterCommitMessage
+/** What one task wrote, and whether it was a rerun ([[io.strata.write.JobFiles.isRerun]]). */
+final case class StrataTaskCommit(files: Seq[AddFile], rerun: Boolean = false) extends WriterCommitMessage
 
 /** A summed metric of the write node; Spark instantiates each by class name, so each needs a no-arg class. */
 abstract class StrataSumMetric(metricName: String, metricDescription: String) extends CustomSumMetric {
