@@ -102,6 +102,8 @@ def test_configure_spark_s3_adds_hadoop_aws_and_maps_s3_to_s3a(tmp_path: Path) -
     assert opts["spark.hadoop.fs.s3.impl"] == "com.example.MyS3", "a user's own setting is kept"
     with pytest.raises(strata.StrataSetupError, match="no such jar files"):
         strata.configure_spark(SparkSession.Builder(), s3=True, s3_jars=[str(tmp_path / "missing.jar")])
+    with pytest.raises(strata.StrataSetupError, match="list of jar paths"):
+        strata.configure_spark(SparkSession.Builder(), s3=True, s3_jars=str(local))
     with pytest.raises(strata.StrataSetupError, match="only used with s3=True"):
         strata.configure_spark(SparkSession.Builder(), s3_jars=[str(local)])
 

@@ -169,6 +169,8 @@ def configure_spark(
     """
     if s3_jars is not None and not s3:
         raise StrataSetupError("configure_spark: s3_jars is only used with s3=True")
+    if isinstance(s3_jars, str):
+        raise StrataSetupError("configure_spark(s3_jars=...) takes a list of jar paths, not one string")
     jar = jar_path()
     found = jar_version(jar)
     if found != __version__:

@@ -59,7 +59,7 @@ final class S3LogStore(val fs: FileSystem) extends LogStore {
             throw lost
           } // else: our own earlier PUT of this content landed; this 412 answered a retry of it.
         case Some(Right(_)) =>
-          Thread.sleep(ConflictBackoffMillis * (1L << conflicts.min(6)))
+          Thread.sleep(ConflictBackoffMillis * (1L << conflicts.min(5)))
           attempt(conflicts + 1)
       }
     }
@@ -113,7 +113,7 @@ object S3LogStore {
   /** S3A's switch for conditional creates (Hadoop 3.4.2; default true). */
   val ConditionalCreateEnabledKey = "fs.s3a.create.conditional.enabled"
   val MaxConflictRetries = 8
-  private val ConflictBackoffMillis = 20L
+  private val ConflictBackoffMillis = 10L // then doubling, at most 320 ms between attempts
 
   /** S3A's class: `s3://` is served safely only when it maps to it (`fs.s3.impl`). */
   val S3AFileSystemClass = "org.apache.hadoop.fs.s3a.S3AFileSystem"

@@ -145,6 +145,46 @@ class S3LogStoreSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(at4.files.map(_.path).toSet == (1 to 4).map(i => s"f$i.parquet").toSet)
   }
 
+  private def faultyLog(key: String): TableLog =
+    logOf(key, LogStore.implKey("s3a") -> classOf[FaultInjectingS3LogStore].getName)
+
+  private def addsByVersion(log: TableLog): Map[Long, Seq[String]] =
+    (1L to log.snapshot().version).map(v => v -> log.readCommit(v).collect { case a: AddFile => a.path }).toMap
+
+  test("a 409 ConditionalRequestConflict is retried: the commit lands once, at its version") {
+    val key = freshKey("conflict")
+    val log = faultyLog(key)
+    create(log)
+    S3Faults.reset()
+    S3Faults.conflicts.set(2)
+    assert(log.startTransaction().commit(Seq(add("a.parquet")), Operation("WRITE")).version == 1L)
+    assert(S3Faults.conditionalPuts.get == 3, "two PUTs answered 409, the third created the version")
+    assert(log.startTransaction().commit(Seq(add("b.parquet")), Operation("WRITE")).version == 2L)
+    assert(addsByVersion(logOf(key)) == Map(1L -> Seq("a.parquet"), 2L -> Seq("b.parquet")))
+
+    S3Faults.conflicts.set(1000)
+    val e = intercept[java.io.IOException](log.startTransaction().commit(Seq(add("c.parquet")), Operation("WRITE")))
+    assert(e.getMessage.contains("ConditionalRequestConflict"))
+    val tried = S3Faults.conditionalPuts.get - 3
+    S3Faults.reset()
+    assert(tried > S3LogStore.MaxConflictRetries && tried < 100, s"bounded retries: $tried PUTs")
+    assert(logOf(key).snapshot().version == 2L, "409s beyond the bound: an error, and nothing committed")
+  }
+
+  test("a PUT that landed but whose answer was lost: no duplicated and no lost commit") {
+    val key = freshKey("lost-answer")
+    val log = faultyLog(key)
+    create(log)
+    S3Faults.reset()
+    S3Faults.lostAnswers.set(1)
+    val r = log.startTransaction().commit(Seq(add("a.parquet")), Operation("WRITE"))
+    assert(r.version == 1L, "the commit loop read version 1 back, found its own txnId, and stopped")
+    assert(S3Faults.conditionalPuts.get == 1, "no second PUT of the same commit")
+    assert(log.startTransaction().commit(Seq(add("b.parquet")), Operation("WRITE")).version == 2L)
+    assert(addsByVersion(logOf(key)) == Map(1L -> Seq("a.parquet"), 2L -> Seq("b.parquet")))
+    S3Faults.reset()
+  }
+
   test("4 JVM processes x 25 appends to one S3 table: 100 versions, every commit once") {
     val key = freshKey("jvms")
     create(logOf(key))
