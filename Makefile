@@ -20,6 +20,9 @@ WHEEL        := $(BUILD_DIR)/dist/strata-$(VERSION)-py3-none-any.whl
 JVM_SOURCES  := $(shell find jvm/src/main -type f 2>/dev/null) build.sbt VERSION project/build.properties
 DELTA_VERSION := 4.4.0
 PEER_JARS    := $(BUILD_DIR)/peers/delta-spark_4.1_2.13-$(DELTA_VERSION).jar $(BUILD_DIR)/peers/delta-storage-$(DELTA_VERSION).jar
+S3PROXY_VERSION := 4.0.0
+S3PROXY_JAR  := $(BUILD_DIR)/s3proxy/s3proxy-$(S3PROXY_VERSION)-jar-with-dependencies.jar
+S3_TEST_JARS := $(BUILD_DIR)/s3-jars/.fetched
 PY_SOURCES   := $(shell find python/src -type f -name '*.py' -o -name 'py.typed' 2>/dev/null) python/pyproject.toml python/README.md VERSION
 
 # JVM proxy flags from the usual environment variables, so sbt and the JVMs it starts take the route mvn takes.
@@ -35,7 +38,7 @@ SBT := java $(SBT_OPTS) $(call proxy_opts) \
   -Dsbt.server.autostart=false -Dsbt.supershell=false -Dsbt.color=false -Dsbt.ci=true \
   -jar $(SBT_LAUNCH)
 
-.PHONY: build demo test test-jvm test-python typecheck jar wheel sbt clean bench bench-jars peer-jars
+.PHONY: build demo test test-jvm test-python typecheck jar wheel sbt clean bench bench-jars peer-jars s3-test-jars
 
 ## build: bootstrap sbt, build the connector jar, create .venv and install the strata wheel into it
 build: $(VENV)/.installed
@@ -47,10 +50,10 @@ demo: build
 ## test: build, then run every test (scalatest, pytest, mypy --strict)
 test: build test-jvm typecheck test-python
 
-test-jvm: $(SBT_LAUNCH) $(SBT_REPOS)
+test-jvm: $(SBT_LAUNCH) $(SBT_REPOS) $(S3PROXY_JAR)
 	$(SBT) jvm/test < /dev/null
 
-test-python: build $(PEER_JARS)
+test-python: build $(PEER_JARS) $(S3_TEST_JARS) $(S3PROXY_JAR)
 	$(VENV)/bin/pytest -q tests
 
 ## peer-jars: delta-spark from Maven Central, for interoperability tests (never shipped)
@@ -60,6 +63,21 @@ $(BUILD_DIR)/peers/%.jar:
 	@mkdir -p $(BUILD_DIR)/peers
 	mvn -q -B dependency:copy -Dartifact=io.delta:$(subst -$(DELTA_VERSION),,$*):$(DELTA_VERSION) -DoutputDirectory=$(BUILD_DIR)/peers
 	@test -f $@
+
+## s3-test-jars: for the S3 tests only (never shipped): s3proxy (a local S3 server) and, for pytest's Spark,
+## hadoop-aws 3.4.2 with the slim AWS SDK v2 modules S3A uses (project/s3-test-jars.pom.xml) minus what Spark
+## already ships (netty, httpclient, slf4j, commons), from Maven Central
+s3-test-jars: $(S3_TEST_JARS) $(S3PROXY_JAR)
+
+$(S3PROXY_JAR):
+	@mkdir -p $(dir $@)
+	mvn -q -B dependency:copy -Dartifact=org.gaul:s3proxy:$(S3PROXY_VERSION):jar:jar-with-dependencies -DoutputDirectory=$(dir $@)
+	@test -f $@
+
+$(S3_TEST_JARS): project/s3-test-jars.pom.xml
+	@rm -rf $(dir $@) && mkdir -p $(dir $@)
+	mvn -q -B -f project/s3-test-jars.pom.xml dependency:copy-dependencies -DincludeScope=runtime -DexcludeGroupIds=io.netty,org.slf4j,commons-codec,commons-logging,org.apache.httpcomponents -DoutputDirectory=$(abspath $(dir $@))
+	@touch $@
 
 typecheck: build
 	$(VENV)/bin/mypy --strict python/src/strata

@@ -2,6 +2,10 @@
 // One JVM module (jvm/); the Python package in python/ carries the jar this builds.
 
 lazy val sparkVersion = "4.1.1"
+// S3 tests only: the hadoop-aws of Spark 4.1.1's Hadoop and the slim AWS SDK v2 modules S3A uses, instead of the
+// 600 MB SDK bundle hadoop-aws declares. Never in the connector jar (users add hadoop-aws the standard way).
+lazy val hadoopVersion = "3.4.2"
+lazy val awsSdkVersion = "2.29.52"
 
 ThisBuild / scalaVersion := "2.13.17"
 ThisBuild / organization := "io.strata"
@@ -25,7 +29,11 @@ lazy val jvm = (project in file("jvm"))
     libraryDependencies ++= Seq(
       // Everything at run time comes from Spark's own distribution: the jar stays thin.
       "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
-      "org.scalatest" %% "scalatest" % "3.2.19" % Test
+      "org.scalatest" %% "scalatest" % "3.2.19" % Test,
+      ("org.apache.hadoop" % "hadoop-aws" % hadoopVersion % Test).excludeAll(
+        ExclusionRule("software.amazon.awssdk", "bundle"), ExclusionRule("org.wildfly.openssl")),
+      "software.amazon.awssdk" % "s3" % awsSdkVersion % Test,
+      "software.amazon.awssdk" % "s3-transfer-manager" % awsSdkVersion % Test
     ),
     scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature", "-Wunused:imports"),
     javacOptions ++= Seq("--release", "17"),
@@ -42,5 +50,7 @@ lazy val jvm = (project in file("jvm"))
     Test / parallelExecution := false,
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oDF"),
     // The tests start child JVMs with the same class path and flags.
-    Test / envVars := Map("STRATA_TEST_JAVA_OPTS" -> sparkJavaOpens.mkString(" "))
+    Test / envVars := Map("STRATA_TEST_JAVA_OPTS" -> sparkJavaOpens.mkString(" "),
+      // A local S3 server for the S3 tests (fetched by `make s3-test-jars`).
+      "STRATA_S3PROXY_JAR" -> ((ThisBuild / baseDirectory).value / "build/s3proxy/s3proxy-4.0.0-jar-with-dependencies.jar").getPath)
   )

@@ -19,6 +19,10 @@ import strata  # noqa: E402  (after TZ)
 from pyspark.sql import SparkSession  # noqa: E402
 
 
+REPO = Path(__file__).resolve().parent.parent
+S3_JARS_DIR = REPO / "build" / "s3-jars"
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     warehouse = tmp_path_factory.mktemp("warehouse")
@@ -32,7 +36,12 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
         .config("spark.sql.warehouse.dir", str(warehouse / "spark-warehouse"))
         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")
     )
-    session = strata.configure_spark(builder, str(warehouse / "strata")).getOrCreate()
+    # The S3 tests (test_s3.py) need S3A on the class path: hadoop-aws and the slim AWS SDK `make s3-test-jars`
+    # fetched (local jars instead of spark.jars.packages, which would download the 600 MB SDK bundle).
+    s3_jars = sorted(str(j) for j in S3_JARS_DIR.glob("*.jar"))
+    session = strata.configure_spark(
+        builder, str(warehouse / "strata"), s3=bool(s3_jars), s3_jars=s3_jars or None
+    ).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

@@ -85,6 +85,29 @@ def test_configure_spark_default_warehouse_and_catalog_name(tmp_path: Path, monk
     assert uri["spark.sql.catalog.strata.warehouse"] == "s3a://bucket/wh"
 
 
+def test_configure_spark_s3_adds_hadoop_aws_and_maps_s3_to_s3a(tmp_path: Path) -> None:
+    builder = SparkSession.Builder().config("spark.jars.packages", "org.example:x:1")
+    opts = strata.configure_spark(builder, "s3a://bucket/wh", s3=True)._options
+    assert opts["spark.jars.packages"] == "org.example:x:1,org.apache.hadoop:hadoop-aws:3.4.2"
+    assert opts["spark.hadoop.fs.s3.impl"] == "org.apache.hadoop.fs.s3a.S3AFileSystem"
+    assert opts["spark.jars"] == strata.jar_path()
+    assert "spark.jars.packages" not in strata.configure_spark(SparkSession.Builder())._options
+
+    local = tmp_path / "hadoop-aws-3.4.2.jar"
+    local.write_bytes(b"")
+    mine = SparkSession.Builder().config("spark.hadoop.fs.s3.impl", "com.example.MyS3")
+    opts = strata.configure_spark(mine, s3=True, s3_jars=[str(local)])._options
+    assert opts["spark.jars"] == f"{strata.jar_path()},{local}"
+    assert "spark.jars.packages" not in opts
+    assert opts["spark.hadoop.fs.s3.impl"] == "com.example.MyS3", "a user's own setting is kept"
+    with pytest.raises(strata.StrataSetupError, match="no such jar files"):
+        strata.configure_spark(SparkSession.Builder(), s3=True, s3_jars=[str(tmp_path / "missing.jar")])
+    with pytest.raises(strata.StrataSetupError, match="list of jar paths"):
+        strata.configure_spark(SparkSession.Builder(), s3=True, s3_jars=str(local))
+    with pytest.raises(strata.StrataSetupError, match="only used with s3=True"):
+        strata.configure_spark(SparkSession.Builder(), s3_jars=[str(local)])
+
+
 def test_missing_jar_is_a_clear_setup_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(strata, "_bundled_jar", lambda: tmp_path / "strata" / "jars" / "strata-spark.jar")
     with pytest.raises(strata.StrataSetupError) as err:

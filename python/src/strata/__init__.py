@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import zipfile
 from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from strata import errors
@@ -71,6 +72,9 @@ __all__ = [
 CATALOG_CLASS = "io.strata.catalog.StrataCatalog"
 SESSION_CATALOG_CLASS = "io.strata.catalog.StrataSessionCatalog"
 _VERSION_ENTRY = "io/strata/strata-version.properties"
+#: The Hadoop S3A client of Spark 4.1's Hadoop (3.4.2, the first with conditional PUTs); it brings the AWS SDK v2.
+HADOOP_AWS_PACKAGE = "org.apache.hadoop:hadoop-aws:3.4.2"
+S3A_FILESYSTEM_CLASS = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 
 B = TypeVar("B", bound="SparkSession.Builder")
 
@@ -118,7 +122,23 @@ def jar_version(path: str | os.PathLike[str]) -> str:
     raise StrataSetupError(f"{os.fspath(path)}: {_VERSION_ENTRY} has no `version=` line")
 
 
-def configure_spark(builder: B, warehouse: str | None = None, *, catalog_name: str = "strata") -> B:
+def _append_list_option(options: dict[str, Any], key: str, values: Sequence[str]) -> str:
+    """``options[key]`` (comma-separated) with ``values`` appended, each once."""
+    items = [v for v in str(options.get(key, "")).split(",") if v.strip()]
+    for v in values:
+        if v not in items:
+            items.append(v)
+    return ",".join(items)
+
+
+def configure_spark(
+    builder: B,
+    warehouse: str | None = None,
+    *,
+    catalog_name: str = "strata",
+    s3: bool = False,
+    s3_jars: Sequence[str] | None = None,
+) -> B:
     """Adds the Strata jar and catalogs to a ``SparkSession.Builder`` and returns the builder.
 
     * appends the bundled jar to ``spark.jars`` (keeping any jars already configured on the builder);
@@ -128,12 +148,29 @@ def configure_spark(builder: B, warehouse: str | None = None, *, catalog_name: s
     * ``spark.sql.catalog.spark_catalog`` = ``io.strata.catalog.StrataSessionCatalog``, so ``USING strata``
       tables in the session catalog go through Strata.
 
+    With ``s3=True``, tables on S3 (``s3a://bucket/...``, and ``s3://`` mapped to the same S3A client) can be
+    written and read:
+
+    * ``spark.jars.packages`` gets ``org.apache.hadoop:hadoop-aws:3.4.2`` (Spark fetches it with the AWS SDK v2 it
+      declares), unless ``s3_jars`` lists local jars to use instead (hadoop-aws 3.4.2 and an AWS SDK v2, e.g.
+      those a Spark distribution or an image already ships), which are added to ``spark.jars``;
+    * ``spark.hadoop.fs.s3.impl`` = ``org.apache.hadoop.fs.s3a.S3AFileSystem`` unless already set.
+
+    Credentials, endpoint and region are S3A's own settings (``spark.hadoop.fs.s3a.*``). Commits are conditional
+    PUTs (``If-None-Match: *``): keep ``spark.hadoop.fs.s3a.create.conditional.enabled`` at its default ``true``;
+    Strata refuses to commit to S3 without them.
+
     Raises :class:`StrataSetupError` if the jar is missing or its version is not this package's version.
     It only applies to a session the builder creates: ``spark.jars`` of an already running session do not change.
 
     >>> spark = strata.configure_spark(SparkSession.builder.master("local[2]"), "/data/wh").getOrCreate()
     >>> spark.sql("CREATE TABLE strata.db.t (id BIGINT) USING strata")
+    >>> s3_spark = strata.configure_spark(SparkSession.builder, "s3a://bucket/warehouse", s3=True).getOrCreate()
     """
+    if s3_jars is not None and not s3:
+        raise StrataSetupError("configure_spark: s3_jars is only used with s3=True")
+    if isinstance(s3_jars, str):
+        raise StrataSetupError("configure_spark(s3_jars=...) takes a list of jar paths, not one string")
     jar = jar_path()
     found = jar_version(jar)
     if found != __version__:
@@ -142,13 +179,22 @@ def configure_spark(builder: B, warehouse: str | None = None, *, catalog_name: s
             "Rebuild and reinstall with `make build`."
         )
     options: dict[str, Any] = getattr(builder, "_options", {})
-    jars = [j for j in str(options.get("spark.jars", "")).split(",") if j.strip()]
-    if jar not in jars:
-        jars.append(jar)
+    jars = [jar]
+    if s3:
+        if s3_jars is not None:
+            missing = [j for j in s3_jars if not os.path.isfile(j)]
+            if missing or not s3_jars:
+                raise StrataSetupError(f"configure_spark(s3_jars=...): no such jar files: {missing or '(none given)'}")
+            jars.extend(os.path.abspath(j) for j in s3_jars)
+        else:
+            packages = _append_list_option(options, "spark.jars.packages", [HADOOP_AWS_PACKAGE])
+            builder.config("spark.jars.packages", packages)
+        if "spark.hadoop.fs.s3.impl" not in options:
+            builder.config("spark.hadoop.fs.s3.impl", S3A_FILESYSTEM_CLASS)
     wh = warehouse if warehouse is not None else "strata-warehouse"
     if "://" not in wh:
         wh = os.path.abspath(os.path.expanduser(wh))
-    builder.config("spark.jars", ",".join(jars))
+    builder.config("spark.jars", _append_list_option(options, "spark.jars", jars))
     builder.config(f"spark.sql.catalog.{catalog_name}", CATALOG_CLASS)
     builder.config(f"spark.sql.catalog.{catalog_name}.warehouse", wh)
     builder.config("spark.sql.catalog.spark_catalog", SESSION_CATALOG_CLASS)

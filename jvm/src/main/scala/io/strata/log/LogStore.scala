@@ -82,9 +82,14 @@ object LogStore {
       case None => scheme match {
         case "file" => new LocalLogStore(fs)
         case "hdfs" | "viewfs" => new HdfsLogStore(fs)
+        case "s3a" | "s3" if fs.getClass.getName == S3LogStore.S3AFileSystemClass => new S3LogStore(fs)
+        case "s3a" | "s3" => throw new UnsafeLogStoreException(
+          s"Strata commits to S3 only through Hadoop's S3A client (${S3LogStore.S3AFileSystemClass}, hadoop-aws " +
+            s"3.4.2+), which can create a commit with a conditional PUT; $tablePath is served by " +
+            s"${fs.getClass.getName}. Set spark.hadoop.fs.$scheme.impl=${S3LogStore.S3AFileSystemClass}.")
         case other => throw new UnsafeLogStoreException(
           s"Strata cannot commit safely to $tablePath: the '$other' file system has no atomic put-if-absent " +
-            s"that Strata knows to use (Strata commits to 'file', 'hdfs' and 'viewfs' paths), and committing " +
+            s"that Strata knows to use (Strata commits to 'file', 'hdfs', 'viewfs', 's3a' and 's3' paths), and committing " +
             s"without one can lose concurrent commits. Set spark.hadoop.${implKey(other)} to a LogStore class " +
             "whose putIfAbsent is atomic on that store.")
       }

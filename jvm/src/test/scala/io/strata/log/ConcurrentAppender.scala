@@ -1,6 +1,8 @@
 package io.strata.log
 
-import java.nio.file.{Files, Paths}
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.{Files, Paths, Path => JPath}
+import java.util.concurrent.TimeUnit
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -11,14 +13,56 @@ import org.apache.hadoop.fs.Path
  * Signals `<barrierDir>/ready-<writerId>`, waits for `<barrierDir>/go`, then does `numCommits` commits of one file
  * `w<writerId>-<i>.parquet` each, printing `COMMITTED <version> <path> <attempts>` per commit: blind appends, or
  * overwrites of the writer's own partition `p = <writerId>` (the file goes there). A typed conflict prints
- * `CONFLICT <exception class>` and the overwrite is retried on a new transaction.
+ * `CONFLICT <exception class>` and the overwrite is retried on a new transaction. System properties
+ * `strata.test.hadoop.<key>=<value>` become Hadoop settings (S3A's endpoint and credentials for S3 tables).
  */
 object ConcurrentAppender {
+  val HadoopPrefix = "strata.test.hadoop."
+
+  /**
+   * Runs `processes` child JVMs of this writer against `table`, released together (through files in `barrier`);
+   * returns each commit (version, path, attempts) and each typed conflict a writer reported (and retried).
+   * `hadoop` settings reach the children as `strata.test.hadoop.*` system properties.
+   */
+  def runWriters(table: String, barrier: JPath, processes: Int, perProcess: Int, mode: String,
+                 hadoop: Map[String, String] = Map.empty): (Seq[(Long, String, Int)], Seq[String]) = {
+    val javaBin = Paths.get(System.getProperty("java.home"), "bin", "java").toString
+    val javaOpts = sys.env.get("STRATA_TEST_JAVA_OPTS").toSeq.flatMap(_.split(" ")).filter(_.nonEmpty)
+    val props = hadoop.map { case (k, v) => s"-D$HadoopPrefix$k=$v" }
+    val cp = System.getProperty("java.class.path")
+    val outputs = (1 to processes).map(i => barrier.resolve(s"out-$i.txt"))
+    val procs = (1 to processes).map { i =>
+      val cmd = Seq(javaBin) ++ javaOpts ++ props ++ Seq("-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+        "-cp", cp, "io.strata.log.ConcurrentAppender", table, i.toString, perProcess.toString, barrier.toString, mode)
+      new ProcessBuilder(cmd: _*).redirectErrorStream(true).redirectOutput(outputs(i - 1).toFile).start()
+    }
+    def output(i: Int): String = new String(Files.readAllBytes(outputs(i)), UTF_8)
+    try {
+      val readyBy = System.currentTimeMillis() + 90000
+      while ((1 to processes).exists(i => !Files.exists(barrier.resolve(s"ready-$i")))) {
+        if (System.currentTimeMillis() > readyBy || procs.exists(!_.isAlive)) {
+          throw new AssertionError(s"child JVMs did not get ready: ${outputs.indices.map(output).mkString("\n---\n")}")
+        }
+        Thread.sleep(20)
+      }
+      Files.createFile(barrier.resolve("go"))
+      procs.zipWithIndex.foreach { case (p, i) =>
+        if (!p.waitFor(150, TimeUnit.SECONDS)) throw new AssertionError(s"child ${i + 1} did not finish")
+        if (p.exitValue != 0) throw new AssertionError(s"child ${i + 1} failed:\n${output(i)}")
+      }
+    } finally procs.foreach(p => if (p.isAlive) p.destroyForcibly())
+    val lines = outputs.indices.flatMap(i => output(i).linesIterator)
+    (lines.filter(_.startsWith("COMMITTED ")).map(_.split(" ")).map(a => (a(1).toLong, a(2), a(3).toInt)),
+      lines.filter(_.startsWith("CONFLICT ")).map(_.stripPrefix("CONFLICT ")))
+  }
+
   def main(args: Array[String]): Unit = {
     val Array(table, writerId, n, barrier) = args.take(4)
     val overwrite = args.lift(4).contains("overwrite")
     val exit = try {
-      val log = TableLog.forPath(new Path(table), new Configuration())
+      val conf = new Configuration()
+      sys.props.toMap.collect { case (k, v) if k.startsWith(HadoopPrefix) => conf.set(k.stripPrefix(HadoopPrefix), v) }
+      val log = TableLog.forPath(new Path(table), conf)
       Files.createFile(Paths.get(barrier, s"ready-$writerId"))
       val deadline = System.currentTimeMillis() + 60000
       while (!Files.exists(Paths.get(barrier, "go"))) {

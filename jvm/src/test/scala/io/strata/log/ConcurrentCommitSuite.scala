@@ -1,6 +1,5 @@
 package io.strata.log
 
-import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.{Files, Path => JPath}
 import java.util.concurrent.{ConcurrentLinkedQueue, CountDownLatch, Executors, TimeUnit}
 
@@ -82,40 +81,8 @@ class ConcurrentCommitSuite extends AnyFunSuite with LogTestSupport {
     assert(before.files.size == total - 5)
   }
 
-  /**
-   * Runs `processes` child JVMs of [[ConcurrentAppender]] against `table`, released together; returns each commit
-   * (version, path, attempts) and each typed conflict a writer reported (and retried).
-   */
-  private def runWriters(table: JPath, processes: Int, perProcess: Int, mode: String): (Seq[(Long, String, Int)], Seq[String]) = {
-    val barrier = tempDir("race-barrier")
-    val javaBin = java.nio.file.Paths.get(System.getProperty("java.home"), "bin", "java").toString
-    val javaOpts = sys.env.get("STRATA_TEST_JAVA_OPTS").toSeq.flatMap(_.split(" ")).filter(_.nonEmpty)
-    val cp = System.getProperty("java.class.path")
-    val outputs = (1 to processes).map(i => barrier.resolve(s"out-$i.txt"))
-    val procs = (1 to processes).map { i =>
-      val cmd = Seq(javaBin) ++ javaOpts ++ Seq("-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", cp, "io.strata.log.ConcurrentAppender",
-        table.toString, i.toString, perProcess.toString, barrier.toString, mode)
-      new ProcessBuilder(cmd: _*).redirectErrorStream(true).redirectOutput(outputs(i - 1).toFile).start()
-    }
-    def output(i: Int): String = new String(Files.readAllBytes(outputs(i)), UTF_8)
-    try {
-      val readyBy = System.currentTimeMillis() + 90000
-      while ((1 to processes).exists(i => !Files.exists(barrier.resolve(s"ready-$i")))) {
-        if (System.currentTimeMillis() > readyBy || procs.exists(!_.isAlive)) {
-          fail(s"child JVMs did not get ready: ${outputs.indices.map(output).mkString("\n---\n")}")
-        }
-        Thread.sleep(20)
-      }
-      Files.createFile(barrier.resolve("go"))
-      procs.zipWithIndex.foreach { case (p, i) =>
-        assert(p.waitFor(150, TimeUnit.SECONDS), s"child $i did not finish")
-        assert(p.exitValue == 0, s"child ${i + 1} failed:\n${output(i)}")
-      }
-    } finally procs.foreach(p => if (p.isAlive) p.destroyForcibly())
-    val lines = outputs.indices.flatMap(i => output(i).linesIterator)
-    (lines.filter(_.startsWith("COMMITTED ")).map(_.split(" ")).map(a => (a(1).toLong, a(2), a(3).toInt)),
-      lines.filter(_.startsWith("CONFLICT ")).map(_.stripPrefix("CONFLICT ")))
-  }
+  private def runWriters(table: JPath, processes: Int, perProcess: Int, mode: String): (Seq[(Long, String, Int)], Seq[String]) =
+    ConcurrentAppender.runWriters(table.toString, tempDir("race-barrier"), processes, perProcess, mode)
 
   test("4 JVM processes x 25 blind appends: no version lost, overwritten or skipped") {
     val (processes, perProcess) = (4, 25)

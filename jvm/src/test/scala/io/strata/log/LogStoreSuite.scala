@@ -124,8 +124,8 @@ class LogStoreSuite extends AnyFunSuite with LogTestSupport {
     conf
   }
 
-  // hadoop-aws (S3AFileSystem) is not on the class path, so an s3a:// path cannot even get a FileSystem here;
-  // a registered fake scheme stands in for "a file system Strata knows nothing about".
+  // A registered fake scheme stands in for "a file system Strata knows nothing about" (S3 has its own store:
+  // io.strata.s3.S3LogStoreSuite).
   test("an unknown scheme (reported by its file system) is refused before any I/O, naming scheme and key") {
     val conf = fakeConf("honestfake", classOf[HonestFakeFileSystem])
     val path = new Path(s"honestfake://${tempDir().toUri.getPath}table")

@@ -1,0 +1,213 @@
+package io.strata.s3
+
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.Files
+import java.util.concurrent.{ConcurrentLinkedQueue, CountDownLatch, Executors, TimeUnit}
+
+import io.strata.log._
+import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
+import org.scalatest.BeforeAndAfterAll
+import org.scalatest.funsuite.AnyFunSuite
+
+import scala.jdk.CollectionConverters._
+
+/** The S3 log store against a real S3 server (s3proxy on localhost) through Hadoop's real S3A client. */
+class S3LogStoreSuite extends AnyFunSuite with BeforeAndAfterAll {
+  private var server: S3Proxy = _
+
+  override def beforeAll(): Unit = { super.beforeAll(); server = S3Proxy.start() }
+  override def afterAll(): Unit = try if (server != null) server.close() finally super.afterAll()
+
+  private var n = 0
+  private def freshKey(prefix: String): String = { n += 1; s"$prefix-$n" }
+  private def logOf(key: String, extra: (String, String)*): TableLog =
+    TableLog.forPath(new Path(server.uri(key)), server.conf(extra: _*))
+
+  private def meta(conf: Map[String, String] = Map.empty): Metadata = Metadata(
+    id = java.util.UUID.randomUUID().toString,
+    schemaString = """{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}""",
+    partitionColumns = Nil, configuration = conf, createdTime = Some(System.currentTimeMillis()))
+
+  private def create(log: TableLog, conf: Map[String, String] = Map.empty): Unit = {
+    val txn = log.startTransaction()
+    txn.updateMetadata(meta(conf))
+    assert(txn.commit(Nil, Operation("CREATE TABLE")).version == 0L)
+  }
+
+  private def add(path: String): AddFile = AddFile(path, Map.empty, 10L, System.currentTimeMillis(), dataChange = true)
+
+  /** The object names under the table's `_delta_log`, listed through S3A. */
+  private def logObjects(key: String): Seq[String] = {
+    val dir = new Path(server.uri(s"$key/_delta_log"))
+    val fs = dir.getFileSystem(server.conf())
+    try fs.listStatus(dir).map(_.getPath.getName).toSeq.sorted
+    catch { case _: java.io.FileNotFoundException => Nil }
+  }
+
+  private def objectText(key: String): String = {
+    val path = new Path(server.uri(key))
+    val in = path.getFileSystem(server.conf()).open(path)
+    try new String(in.readAllBytes(), UTF_8) finally in.close()
+  }
+
+  test("s3a:// and s3:// (mapped to S3A) get the S3 log store; s3:// served by another file system is refused") {
+    assert(logOf(freshKey("choose")).store.isInstanceOf[S3LogStore])
+    val s3 = TableLog.forPath(new Path(s"s3://${server.bucket}/${freshKey("choose")}"),
+      server.conf("fs.s3.impl" -> S3LogStore.S3AFileSystemClass))
+    assert(s3.store.isInstanceOf[S3LogStore])
+    val other = intercept[UnsafeLogStoreException](LogStore.forPath(new Path(s"s3://${server.bucket}/x"),
+      server.conf("fs.s3.impl" -> "org.apache.hadoop.fs.RawLocalFileSystem")))
+    assert(other.getMessage.contains(s"spark.hadoop.fs.s3.impl=${S3LogStore.S3AFileSystemClass}"), other.getMessage)
+  }
+
+  test("putIfAbsent is one conditional PUT: a second writer of the version loses, a retry of our own PUT lands") {
+    val store = logOf(freshKey("put")).store
+    val path = new Path(server.uri(freshKey("put") + "/_delta_log/00000000000000000000.json"))
+    store.putIfAbsent(path, Seq("""{"mine":1}"""))
+    val e = intercept[FileAlreadyExistsException](store.putIfAbsent(path, Seq("""{"theirs":2}""")))
+    assert(e.getMessage.contains("already exists"))
+    assert(e.getCause.getClass.getSimpleName == "RemoteFileChangedException" && e.getCause.getMessage.contains("412"),
+      s"the server refused the conditional PUT (412), no HEAD decided it: ${e.getCause}")
+    assert(store.read(path) == Seq("""{"mine":1}"""), "the first content stays")
+    // The same bytes again is what a PUT whose response was lost looks like when retried: the put landed.
+    store.putIfAbsent(path, Seq("""{"mine":1}"""))
+    assert(store.read(path) == Seq("""{"mine":1}"""))
+  }
+
+  test("8 threads racing to create each of 15 versions: exactly one wins each, the others lose the race") {
+    val key = freshKey("race")
+    val store = logOf(key).store
+    val (threads, versions) = (8, 15)
+    val wins = new ConcurrentLinkedQueue[(Int, Int)]()
+    val losses = new ConcurrentLinkedQueue[(Int, Int)]()
+    val errors = new ConcurrentLinkedQueue[Throwable]()
+    val start = new CountDownLatch(1)
+    val pool = Executors.newFixedThreadPool(threads)
+    (0 until threads).foreach { t =>
+      pool.submit(new Runnable {
+        def run(): Unit = try {
+          start.await()
+          (0 until versions).foreach { v =>
+            val path = FileNames.deltaFile(new Path(server.uri(s"$key/_delta_log")), v.toLong)
+            try { store.putIfAbsent(path, Seq(s"""{"writer":$t}""")); wins.add((v, t)) }
+            catch { case _: FileAlreadyExistsException => losses.add((v, t)) }
+          }
+        } catch { case e: Throwable => errors.add(e) }
+      })
+    }
+    start.countDown()
+    pool.shutdown()
+    assert(pool.awaitTermination(120, TimeUnit.SECONDS))
+    assert(errors.isEmpty, errors.asScala.mkString("; "))
+    val winners = wins.asScala.toSeq.groupBy(_._1)
+    assert(winners.keySet == (0 until versions).toSet)
+    winners.foreach { case (v, ws) =>
+      assert(ws.size == 1, s"version $v has ${ws.size} winners: $ws")
+      val content = objectText(f"$key/_delta_log/$v%020d.json")
+      assert(content == s"""{"writer":${ws.head._2}}""" + "\n", s"version $v holds its winner's content")
+    }
+    assert(losses.size == versions * (threads - 1))
+  }
+
+  test("conditional writes disabled in S3A: commits are refused with the setting named, nothing is written") {
+    val key = freshKey("disabled")
+    val log = logOf(key, S3LogStore.ConditionalCreateEnabledKey -> "false")
+    val e = intercept[UnsafeLogStoreException](create(log))
+    assert(e.getMessage.contains(S3LogStore.ConditionalCreateEnabledKey + "=true"), e.getMessage)
+    assert(e.getMessage.contains("conditional PUT"))
+    assert(logObjects(key).isEmpty, s"nothing committed: ${logObjects(key)}")
+    assert(log.snapshotOption().isEmpty)
+    // Reading is not refused: the same table, once created by a capable writer, reads through that client.
+    create(logOf(key))
+    assert(log.snapshot().version == 0L)
+  }
+
+  test("single writer: commits, checkpoints written whole (no temporary objects), time travel") {
+    val key = freshKey("checkpoint")
+    val log = logOf(key)
+    create(log, Map(TableLog.CheckpointIntervalKey -> "3"))
+    (1 to 7).foreach(i => assert(log.startTransaction().commit(Seq(add(s"f$i.parquet")), Operation("WRITE")).version == i))
+    val objects = logObjects(key)
+    assert(objects.contains("00000000000000000003.checkpoint.parquet"), objects)
+    assert(objects.contains("00000000000000000006.checkpoint.parquet"), objects)
+    assert(objects.contains("_last_checkpoint"))
+    assert(!objects.exists(o => o.endsWith(".tmp") || o.startsWith(".")), s"no temporary objects: $objects")
+    val hint = objectText(s"$key/_delta_log/_last_checkpoint")
+    assert(hint.contains("\"version\":6"), hint)
+
+    val fresh = logOf(key)
+    val latest = fresh.snapshot()
+    assert(latest.version == 7L)
+    assert(latest.segment.checkpointVersion.contains(6L))
+    assert(latest.files.map(_.path).toSet == (1 to 7).map(i => s"f$i.parquet").toSet)
+    val at4 = fresh.snapshotAt(4L)
+    assert(at4.segment.checkpointVersion.contains(3L))
+    assert(at4.files.map(_.path).toSet == (1 to 4).map(i => s"f$i.parquet").toSet)
+  }
+
+  private def faultyLog(key: String): TableLog =
+    logOf(key, LogStore.implKey("s3a") -> classOf[FaultInjectingS3LogStore].getName)
+
+  private def addsByVersion(log: TableLog): Map[Long, Seq[String]] =
+    (1L to log.snapshot().version).map(v => v -> log.readCommit(v).collect { case a: AddFile => a.path }).toMap
+
+  test("a 409 ConditionalRequestConflict is retried: the commit lands once, at its version") {
+    val key = freshKey("conflict")
+    val log = faultyLog(key)
+    create(log)
+    S3Faults.reset()
+    S3Faults.conflicts.set(2)
+    assert(log.startTransaction().commit(Seq(add("a.parquet")), Operation("WRITE")).version == 1L)
+    assert(S3Faults.conditionalPuts.get == 3, "two PUTs answered 409, the third created the version")
+    assert(log.startTransaction().commit(Seq(add("b.parquet")), Operation("WRITE")).version == 2L)
+    assert(addsByVersion(logOf(key)) == Map(1L -> Seq("a.parquet"), 2L -> Seq("b.parquet")))
+
+    S3Faults.conflicts.set(1000)
+    val e = intercept[java.io.IOException](log.startTransaction().commit(Seq(add("c.parquet")), Operation("WRITE")))
+    assert(e.getMessage.contains("ConditionalRequestConflict"))
+    val tried = S3Faults.conditionalPuts.get - 3
+    S3Faults.reset()
+    assert(tried > S3LogStore.MaxConflictRetries && tried < 100, s"bounded retries: $tried PUTs")
+    assert(logOf(key).snapshot().version == 2L, "409s beyond the bound: an error, and nothing committed")
+  }
+
+  test("a PUT that landed but whose answer was lost: no duplicated and no lost commit") {
+    val key = freshKey("lost-answer")
+    val log = faultyLog(key)
+    create(log)
+    S3Faults.reset()
+    S3Faults.lostAnswers.set(1)
+    val r = log.startTransaction().commit(Seq(add("a.parquet")), Operation("WRITE"))
+    assert(r.version == 1L, "the commit loop read version 1 back, found its own txnId, and stopped")
+    assert(S3Faults.conditionalPuts.get == 1, "no second PUT of the same commit")
+    assert(log.startTransaction().commit(Seq(add("b.parquet")), Operation("WRITE")).version == 2L)
+    assert(addsByVersion(logOf(key)) == Map(1L -> Seq("a.parquet"), 2L -> Seq("b.parquet")))
+    S3Faults.reset()
+  }
+
+  test("4 JVM processes x 25 appends to one S3 table: 100 versions, every commit once") {
+    val key = freshKey("jvms")
+    create(logOf(key))
+    val barrier = Files.createTempDirectory("s3-race-barrier")
+    try {
+    val (processes, perProcess) = (4, 25)
+    val total = processes * perProcess
+    val (committed, conflicts) = ConcurrentAppender.runWriters(server.uri(key), barrier, processes, perProcess,
+      "append", server.hadoopSettings)
+    info(s"$total commits by $processes JVMs, max attempts ${committed.map(_._3).max}")
+    assert(conflicts.isEmpty)
+    assert(committed.size == total)
+    assert(committed.map(_._1).sorted == (1L to total.toLong), "each commit got its own version, 1..100, no gaps")
+    assert(committed.exists(_._3 > 1), "the writers really raced for versions")
+    val byVersion = committed.map(c => c._1 -> c._2).toMap
+    val log = logOf(key)
+    (1L to total.toLong).foreach { v =>
+      val adds = log.store.read(FileNames.deltaFile(log.logPath, v)).map(ActionCodec.parse).collect { case a: AddFile => a.path }
+      assert(adds == Seq(byVersion(v)), s"commit $v holds $adds, its writer reported ${byVersion(v)}")
+    }
+    val expected = for (w <- 1 to processes; i <- 1 to perProcess) yield s"w$w-$i.parquet"
+    assert(log.snapshot().files.map(_.path).sorted == expected.sorted)
+    assert(!logObjects(key).exists(_.endsWith(".tmp")))
+    } finally LogTestSupport.deleteRecursively(barrier)
+  }
+}
