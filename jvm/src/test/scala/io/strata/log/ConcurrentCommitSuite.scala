@@ -1,7 +1,7 @@
 package io.strata.log
 
 import java.nio.file.{Files, Path => JPath}
-import java.util.concurrent.{ConcurrentLinkedQueue, CountDownLatch, Executors, TimeUnit}
+import java.util.concurrent.ConcurrentLinkedQueue
 
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -33,29 +33,19 @@ class ConcurrentCommitSuite extends AnyFunSuite with LogTestSupport {
     val table = tempDir("race-threads")
     createTable(table)
     val results = new ConcurrentLinkedQueue[(Long, String, Int)]()
-    val errors = new ConcurrentLinkedQueue[Throwable]()
-    val start = new CountDownLatch(1)
-    val pool = Executors.newFixedThreadPool(threads)
-    (0 until threads).foreach { t =>
-      pool.submit(new Runnable {
-        def run(): Unit = try {
-          val log = TableLog.forPath(hpath(table), newConf())
-          start.await()
-          (1 to perThread).foreach { i =>
-            val path = s"t$t-$i.parquet"
-            val r = log.startTransaction().commit(Seq(add(path)), Operation("WRITE"))
-            results.add((r.version, path, r.attempts))
-          }
-        } catch { case e: Throwable => errors.add(e) }
-      })
-    }
     val t0 = System.nanoTime()
-    start.countDown()
-    pool.shutdown()
-    assert(pool.awaitTermination(120, TimeUnit.SECONDS), "writers did not finish in 120 s")
+    val race = ThreadRace(threads) { t =>
+      val log = TableLog.forPath(hpath(table), newConf())
+      () => (1 to perThread).foreach { i =>
+        val path = s"t$t-$i.parquet"
+        val r = log.startTransaction().commit(Seq(add(path)), Operation("WRITE"))
+        results.add((r.version, path, r.attempts))
+      }
+    }
+    assert(race.finished, "writers did not finish in 120 s")
     info(f"$total commits by $threads threads in ${(System.nanoTime() - t0) / 1e9}%.1f s, " +
       s"max attempts ${results.asScala.map(_._3).max}")
-    assert(errors.isEmpty, s"writer failures: ${errors.asScala.map(_.toString).mkString("; ")}")
+    assert(race.errors.isEmpty, s"writer failures: ${race.errors.map(_.toString).mkString("; ")}")
 
     val rs = results.asScala.toSeq
     assert(rs.size == total)

@@ -2,7 +2,7 @@ package io.strata.s3
 
 import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.Files
-import java.util.concurrent.{ConcurrentLinkedQueue, CountDownLatch, Executors, TimeUnit}
+import java.util.concurrent.ConcurrentLinkedQueue
 
 import io.strata.log._
 import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
@@ -80,25 +80,15 @@ class S3LogStoreSuite extends AnyFunSuite with BeforeAndAfterAll {
     val (threads, versions) = (8, 15)
     val wins = new ConcurrentLinkedQueue[(Int, Int)]()
     val losses = new ConcurrentLinkedQueue[(Int, Int)]()
-    val errors = new ConcurrentLinkedQueue[Throwable]()
-    val start = new CountDownLatch(1)
-    val pool = Executors.newFixedThreadPool(threads)
-    (0 until threads).foreach { t =>
-      pool.submit(new Runnable {
-        def run(): Unit = try {
-          start.await()
-          (0 until versions).foreach { v =>
-            val path = FileNames.deltaFile(new Path(server.uri(s"$key/_delta_log")), v.toLong)
-            try { store.putIfAbsent(path, Seq(s"""{"writer":$t}""")); wins.add((v, t)) }
-            catch { case _: FileAlreadyExistsException => losses.add((v, t)) }
-          }
-        } catch { case e: Throwable => errors.add(e) }
-      })
+    val race = ThreadRace(threads) { t =>
+      () => (0 until versions).foreach { v =>
+        val path = FileNames.deltaFile(new Path(server.uri(s"$key/_delta_log")), v.toLong)
+        try { store.putIfAbsent(path, Seq(s"""{"writer":$t}""")); wins.add((v, t)) }
+        catch { case _: FileAlreadyExistsException => losses.add((v, t)) }
+      }
     }
-    start.countDown()
-    pool.shutdown()
-    assert(pool.awaitTermination(120, TimeUnit.SECONDS))
-    assert(errors.isEmpty, errors.asScala.mkString("; "))
+    assert(race.finished)
+    assert(race.errors.isEmpty, race.errors.mkString("; "))
     val winners = wins.asScala.toSeq.groupBy(_._1)
     assert(winners.keySet == (0 until versions).toSet)
     winners.foreach { case (v, ws) =>
