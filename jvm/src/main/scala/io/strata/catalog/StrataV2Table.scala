@@ -7,7 +7,13 @@ import io.strata.shim.SparkInternals
 import io.strata.write.v2.StrataWriteBuilder
 import org.apache.spark.sql.connector.write.{LogicalWriteInfo, WriteBuilder}
 import io.strata.read.{SnapshotRead, SnapshotReader}
-import io.strata.shim.ParquetScans
+import io.strata.config.StrataOptions
+import io.strata.log.InvalidTableOperationException
+import io.strata.shim.{FileColumn, StrataScanBuilder, V2PredicateSql}
+import io.strata.write.MetadataDelete
+import org.apache.spark.sql.connector.catalog.{MetadataColumn, SupportsDeleteV2, SupportsMetadataColumns, SupportsRowLevelOperations}
+import org.apache.spark.sql.connector.expressions.filter.Predicate
+import org.apache.spark.sql.connector.write.{RowLevelOperationBuilder, RowLevelOperationInfo}
 import io.strata.table.TableSchema
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.{SupportsRead, SupportsWrite, Table, TableCapability, TableCatalog}
@@ -20,7 +26,8 @@ import scala.jdk.CollectionConverters._
 
 /** A Strata table as DataSource V2 sees it, pinned to one snapshot. Reads go through Spark's Parquet scan. */
 final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val timeTravel: Boolean = false)
-    extends Table with SupportsRead with SupportsWrite with SnapshotRead {
+    extends Table with SupportsRead with SupportsWrite with SnapshotRead with SupportsRowLevelOperations
+    with SupportsDeleteV2 with SupportsMetadataColumns {
   override def readTablePath: org.apache.hadoop.fs.Path = snapshot.tablePath
   override def readVersion: Long = snapshot.version
   private val table = TableSchema.of(snapshot.metadata)
@@ -43,15 +50,44 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
    * Writes start their transaction from the snapshot the statement was analyzed against (no second load); the
    * commits that land after it are checked as concurrent winners.
    */
-  override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = {
-    val log = TableLog.forPath(snapshot.tablePath, SparkInternals.hadoopConf(SparkSession.active, Map.empty))
-    new StrataWriteBuilder(log, info, snapshot)
+  override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = new StrataWriteBuilder(log, info, snapshot)
+
+  private def log: TableLog = TableLog.forPath(snapshot.tablePath, SparkInternals.hadoopConf(SparkSession.active, Map.empty))
+
+  override def metadataColumns(): Array[MetadataColumn] = Array(FileColumn.metadataColumn)
+
+  /** DELETE / UPDATE / MERGE: copy-on-write ([[CopyOnWriteOperation]]). */
+  override def newRowLevelOperationBuilder(info: RowLevelOperationInfo): RowLevelOperationBuilder = {
+    requireCurrent(info.command().name())
+    new CopyOnWriteOperationBuilder(this, log, info.command())
   }
+
+  /** A DELETE on partition columns only removes whole files without a job ([[MetadataDelete]]). */
+  override def canDeleteWhere(predicates: Array[Predicate]): Boolean = {
+    val sql = predicates.filterNot(_.name() == "ALWAYS_TRUE").map(V2PredicateSql(_))
+    sql.forall(_.isDefined) && MetadataDelete.canDelete(sql.flatten.toSeq, table.partitionColumns)
+  }
+
+  override def deleteWhere(predicates: Array[Predicate]): Unit = {
+    requireCurrent("DELETE")
+    val sql = predicates.filterNot(_.name() == "ALWAYS_TRUE").map(p => V2PredicateSql(p).getOrElse(
+      throw new IllegalStateException(s"DELETE condition $p cannot be rendered as SQL"))).toSeq
+    val options = StrataOptions.parseCatalogWrite(Map.empty, SparkSession.active.conf.getOption)
+    MetadataDelete.delete(log, snapshot, sql, options)
+  }
+
+  override def truncateTable(): Boolean = { deleteWhere(Array.empty); true }
+
+  /** Changing rows of a version read by time travel would silently drop every later commit. */
+  private def requireCurrent(command: String): Unit = if (timeTravel) throw new InvalidTableOperationException(
+    s"$command on $tableName: the table was read at version ${snapshot.version} (time travel); change rows of the " +
+      "current version instead (leave out VERSION AS OF / TIMESTAMP AS OF), or use RESTORE to go back to a version.")
   override def version(): String = snapshot.version.toString
 
   override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = {
     val spark = SparkSession.active
     val dataSchema = StructType(table.schema.fields.filterNot(f => table.partitionColumns.contains(f.name)))
-    ParquetScans.scanBuilder(spark, SnapshotReader.fileIndex(spark, snapshot, timeTravel = timeTravel), table.schema, dataSchema, options)
+    new StrataScanBuilder(spark, withFile => SnapshotReader.fileIndex(spark, snapshot, timeTravel = timeTravel,
+      withFileColumn = withFile), table.schema, dataSchema, options)
   }
 }

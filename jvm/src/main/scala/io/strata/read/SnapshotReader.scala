@@ -2,7 +2,7 @@ package io.strata.read
 
 import io.strata.config.ReadOptions
 import io.strata.log.{AddFile, InvalidTableOperationException, ProtocolSupport, Snapshot, TableLog}
-import io.strata.shim.{IndexedFile, LogFileIndex, SparkInternals}
+import io.strata.shim.{FileColumn, IndexedFile, LogFileIndex, SparkInternals}
 import io.strata.table.TableSchema
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.sources.BaseRelation
@@ -28,16 +28,23 @@ object SnapshotReader {
       Map.empty)
   }
 
-  /** The snapshot's live files as a Spark file index (typed partition values, no directory listing). */
+  /**
+   * The snapshot's live files as a Spark file index (typed partition values, no directory listing).
+   * `withFileColumn`: each file also carries its path as the value of the metadata column [[FileColumn]], appended
+   * to the partition values, so Spark's Parquet reader fills it in like a partition column.
+   */
   def fileIndex(spark: SparkSession, snapshot: Snapshot, only: Option[Seq[AddFile]] = None,
-                timeTravel: Boolean = false): LogFileIndex = {
+                timeTravel: Boolean = false, withFileColumn: Boolean = false): LogFileIndex = {
     val table = TableSchema.of(snapshot.metadata)
     val partSchema = table.partitionSchema
     val files = only.getOrElse(snapshot.files).map { f =>
-      IndexedFile(snapshot.absolutePath(f.path), f.size, f.modificationTime,
-        SparkInternals.partitionRow(partSchema, f.partitionValues), f.stats)
+      val path = snapshot.absolutePath(f.path)
+      val values = SparkInternals.partitionRow(partSchema, f.partitionValues)
+      IndexedFile(path, f.size, f.modificationTime,
+        if (withFileColumn) FileColumn.append(values, partSchema, path) else values, f.stats)
     }
-    new LogFileIndex(spark, snapshot.tablePath, files, table.schema, partSchema, Map.empty, snapshot.version, timeTravel)
+    val indexSchema = if (withFileColumn) partSchema.add(FileColumn.field) else partSchema
+    new LogFileIndex(spark, snapshot.tablePath, files, table.schema, indexSchema, Map.empty, snapshot.version, timeTravel)
   }
 
   private def parseTimestampMillis(spark: SparkSession, ts: String): Long = {

@@ -280,10 +280,3 @@ final class LogFileIndex(
   override def sizeInBytes: Long = files.map(_.size).sum
   override def refresh(): Unit = ()
 }
-
-/** DataSource V2 scans over a log-driven file index, through Spark's own Parquet scan builder. */
-object ParquetScans {
-  def scanBuilder(spark: SparkSession, index: PartitioningAwareFileIndex, schema: StructType, dataSchema: StructType,
-                  options: org.apache.spark.sql.util.CaseInsensitiveStringMap): org.apache.spark.sql.connector.read.ScanBuilder =
-    new org.apache.spark.sql.execution.datasources.v2.parquet.ParquetScanBuilder(spark, index, schema, dataSchema, options)
-}

@@ -20,6 +20,15 @@ object WriteMode {
   final case class ReplaceWhere(predicate: String) extends WriteMode("Overwrite")
   /** Replace the partitions the data writes into, keep the others. */
   case object DynamicOverwrite extends WriteMode("Overwrite")
+  /** Replace the files a row-level operation read (DELETE, UPDATE, MERGE) by the rows written from them. */
+  final case class RewriteRows(command: String) extends WriteMode(command)
+}
+
+/** What a copy-on-write operation read: its files (final once its scan ran), its condition as SQL and as read set. */
+trait RowLevelRead {
+  def files: Seq[AddFile]
+  def condition: FilePredicate
+  def conditionSql: Seq[String]
 }
 
 /**
@@ -40,6 +49,7 @@ final class TableWrite private (
     definition: Option[Boolean] = None) {
 
   private var replaced: Option[(Seq[AddFile], FilePredicate)] = None
+  private var rowLevelRead: Option[RowLevelRead] = None
 
   val isNewTable: Boolean = txn.readSnapshot.isEmpty
 
@@ -61,6 +71,9 @@ final class TableWrite private (
   /** For [[WriteMode.ReplaceWhere]]: the files the predicate replaces, and the scope a concurrent add conflicts in. */
   def replaceFiles(files: Seq[AddFile], scope: FilePredicate): Unit = replaced = Some((files, scope))
 
+  /** For [[WriteMode.RewriteRows]]: the operation's scan, whose files the commit replaces. */
+  def rewriteRowsOf(read: RowLevelRead): Unit = rowLevelRead = Some(read)
+
   /**
    * Read-then-write: the write's input read this table (at `reads`' versions, selecting their rows). The commit then
    * depends on those rows too, validated from the oldest version read.
@@ -75,7 +88,7 @@ final class TableWrite private (
    * replaces are its read set. Fails (typed) on a logical conflict; the caller deletes the files then, and also
    * when the result says the application's version was already committed.
    */
-  def commit(added: Seq[AddFile]): CommitResult = {
+  def commit(added: Seq[AddFile], rowCounts: Map[String, Long] = Map.empty): CommitResult = {
     val now = System.currentTimeMillis()
     val op = operation(added)
     val replacedFiles = op match {
@@ -84,6 +97,14 @@ final class TableWrite private (
       case _ => Nil
     }
     val appTxn = options.appTransaction.map { case (app, v) => SetTransaction(app, v, Some(now)) }
+    mode match {
+      case WriteMode.RewriteRows(command) =>
+        val read = rowLevelRead.get
+        val params = Map("predicate" -> ActionCodec.mapper.writeValueAsString(read.conditionSql.toArray))
+        return txn.commit(op, appTxn.toSeq, Operation(command, params,
+          RowLevelMetrics(command, read.files, added, rowCounts), options.userMetadata))
+      case _ =>
+    }
     val metrics = Map(
       "numFiles" -> added.size.toLong,
       "numOutputRows" -> added.map(TableWrite.numRecords).sum,
@@ -114,6 +135,9 @@ final class TableWrite private (
     case (None, WriteMode.ReplaceWhere(p)) =>
       val (files, scope) = replaced.getOrElse(throw new IllegalStateException(s"replaceWhere '$p': files not chosen"))
       TableOperation.OverwriteByFilter(scope, files, added)
+    case (None, WriteMode.RewriteRows(command)) =>
+      val read = rowLevelRead.getOrElse(throw new IllegalStateException(s"$command: the operation's scan is unknown"))
+      TableOperation.OverwriteByFilter(read.condition, read.files, added)
   }
 }
 

@@ -110,6 +110,23 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
   @volatile private[v2] var committed: Option[(io.strata.log.CommitResult, Long)] = None
   @volatile private[v2] var written: Seq[AddFile] = Nil
 
+  @volatile private var rowCounts: Map[String, Long] = Map.empty
+
+  /** MERGE passes Spark's row counts (its MergeRows node's metrics); they go into commitInfo. */
+  override def commit(messages: Array[WriterCommitMessage], summary: WriteSummary): Unit = {
+    rowCounts = summary match {
+      case m: MergeSummary => Map(
+        "numTargetRowsCopied" -> m.numTargetRowsCopied, "numTargetRowsInserted" -> m.numTargetRowsInserted,
+        "numTargetRowsUpdated" -> m.numTargetRowsUpdated, "numTargetRowsDeleted" -> m.numTargetRowsDeleted,
+        "numTargetRowsMatchedUpdated" -> m.numTargetRowsMatchedUpdated,
+        "numTargetRowsMatchedDeleted" -> m.numTargetRowsMatchedDeleted,
+        "numTargetRowsNotMatchedBySourceUpdated" -> m.numTargetRowsNotMatchedBySourceUpdated,
+        "numTargetRowsNotMatchedBySourceDeleted" -> m.numTargetRowsNotMatchedBySourceDeleted)
+      case _ => Map.empty
+    }
+    commit(messages)
+  }
+
   override def commit(messages: Array[WriterCommitMessage]): Unit = {
     jobFiles.untagJobs()
     commitAttempted = true
@@ -119,7 +136,7 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
     try {
       tableWrite.readInput(InputReads.currentPlan().toSeq.flatMap(plan =>
         InputReads.of(plan, log.tablePath, tableWrite.schema.schema, tableWrite.schema.partitionColumns)))
-      val result = tableWrite.commit(files)
+      val result = tableWrite.commit(files, rowCounts)
       if (result.alreadyCommitted) DirectCommitProtocol.deleteFiles(log.tablePath.toString, files, log.conf)
       else {
         committed = Some((result, (System.nanoTime() - start) / 1000000L))

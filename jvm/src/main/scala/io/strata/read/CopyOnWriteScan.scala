@@ -1,0 +1,89 @@
+package io.strata.read
+
+import io.strata.log.{AddFile, FilePredicate, Snapshot}
+import io.strata.shim.{FileColumn, FilePredicates, ParquetScans, V2PredicateSql}
+import io.strata.table.TableSchema
+import io.strata.write.RowLevelRead
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.connector.expressions.{Expressions, Literal, NamedReference}
+import org.apache.spark.sql.connector.expressions.filter.Predicate
+import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan, ScanBuilder, SupportsPushDownV2Filters, SupportsRuntimeV2Filtering}
+import org.apache.spark.sql.types.StructType
+
+/**
+ * The scan of a copy-on-write row-level operation (DELETE, UPDATE, MERGE): it chooses whole files and returns every
+ * row of each, with [[FileColumn]], since each chosen file is replaced by the rows written from it.
+ *
+ * Files are chosen in two steps. At planning, the operation's condition (its conjuncts Spark pushes here, rendered
+ * as SQL) drops the files whose partition values or statistics rule out a match. At run time, Spark's group filter
+ * (a query of the files holding matching rows) narrows them to the files that really match, through
+ * [[SupportsRuntimeV2Filtering]] on the file column. What is finally read is [[CopyOnWriteScan.files]].
+ */
+final class CopyOnWriteScanBuilder(snapshot: Snapshot, onBuild: CopyOnWriteScan => Unit) extends ScanBuilder with SupportsPushDownV2Filters {
+  private var used: Array[Predicate] = Array.empty
+  private var conditions: Seq[String] = Nil
+
+  /** Every predicate is also returned: whole files are read, so Spark must still evaluate them on each row. */
+  override def pushPredicates(predicates: Array[Predicate]): Array[Predicate] = {
+    val rendered = predicates.flatMap(p => V2PredicateSql(p).map(p -> _))
+    used = rendered.map(_._1)
+    conditions = rendered.map(_._2).toSeq
+    predicates
+  }
+
+  override def pushedPredicates(): Array[Predicate] = used
+
+  override def build(): Scan = {
+    val table = TableSchema.of(snapshot.metadata)
+    val spark = SparkSession.active
+    val selection = if (conditions.isEmpty) FilePredicate.WholeTable else FilePredicates.fromSql(spark,
+      conditions.map(c => s"($c)").mkString(" AND "), table.schema, table.partitionColumns)
+    val scan = new CopyOnWriteScan(snapshot, selection, conditions)
+    onBuild(scan)
+    scan
+  }
+}
+
+/** See [[CopyOnWriteScanBuilder]]. `condition`: the row condition, as the read set of the operation's commit. */
+final class CopyOnWriteScan(val snapshot: Snapshot, val condition: FilePredicate, val conditionSql: Seq[String])
+    extends Scan with SupportsRuntimeV2Filtering with RowLevelRead {
+  private val table = TableSchema.of(snapshot.metadata)
+  private val dataSchema = StructType(table.schema.fields.filterNot(f => table.partitionColumns.contains(f.name)))
+  @volatile private var selected: Seq[AddFile] = snapshot.files.filter(f => condition.mayMatch(f.partitionValues, f.stats))
+
+  /** The files this scan reads (final once Spark applied the runtime group filter). */
+  override def files: Seq[AddFile] = selected
+
+  private def scanOf(files: Seq[AddFile]): Scan = {
+    val spark = SparkSession.active
+    ParquetScans.wholeFiles(spark, SnapshotReader.fileIndex(spark, snapshot, Some(files), withFileColumn = true),
+      table.schema, dataSchema)
+  }
+
+  private lazy val template = scanOf(Nil)
+
+  override def readSchema(): StructType = template.readSchema()
+  override def description(): String =
+    s"Strata copy-on-write scan of ${snapshot.tablePath} v${snapshot.version}" +
+      (if (conditionSql.isEmpty) "" else conditionSql.mkString(" where ", " AND ", ""))
+
+  override def filterAttributes(): Array[NamedReference] = Array(Expressions.column(FileColumn.Name))
+
+  /** Spark's group filter: `_strata_file IN (the files holding matching rows)`. Other predicates are not used. */
+  override def filter(predicates: Array[Predicate]): Unit = predicates.foreach { p =>
+    val onFile = p.children().headOption.exists {
+      case r: NamedReference => r.fieldNames().toSeq == Seq(FileColumn.Name)
+      case _ => false
+    }
+    if (onFile && (p.name() == "IN" || p.name() == "=")) {
+      val paths: Set[String] = p.children().tail.collect { case l: Literal[_] => String.valueOf(l.value()) }.toSet
+      selected = selected.filter(f => paths.contains(snapshot.absolutePath(f.path).toString))
+    }
+  }
+
+  override def toBatch: Batch = new Batch {
+    // Planned when the job runs, after the runtime filter narrowed the files.
+    override def planInputPartitions(): Array[InputPartition] = scanOf(selected).toBatch.planInputPartitions()
+    override def createReaderFactory(): PartitionReaderFactory = template.toBatch.createReaderFactory()
+  }
+}

@@ -1,0 +1,60 @@
+package io.strata.dml
+
+import io.strata.SparkTestSession
+import io.strata.log.TableLog
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.{DataFrame, Row}
+import org.scalatest.funsuite.AnyFunSuite
+
+/** DELETE, UPDATE and MERGE on Strata tables, against the same statements on a Parquet table (the expected rows). */
+class RowLevelSuite extends AnyFunSuite with SparkTestSession {
+  private def rows(df: DataFrame): Seq[Row] = df.collect().toSeq.sortBy(_.toString)
+  private def log(table: String) = TableLog.forPath(new Path(location(table)), new Configuration())
+  private def lastCommit(table: String) = log(table).history().head.commitInfo.get
+
+  test("DELETE, UPDATE and MERGE rewrite only the files holding matching rows") {
+    val t = freshTable("dml", "(id BIGINT, v STRING, p STRING) USING strata PARTITIONED BY (p)")
+    spark.sql(s"INSERT INTO $t SELECT id, cast(id AS STRING), cast(id % 3 AS STRING) FROM range(30)")
+    val before = log(t).snapshot().files.map(_.path).toSet
+    spark.sql(s"DELETE FROM $t WHERE id = 4")
+    assert(spark.table(t).count() == 29)
+    val c = lastCommit(t)
+    assert(c.operation.contains("DELETE"), c.json)
+    val m = c.json.get("operationMetrics")
+    assert(m.get("numRemovedFiles").asText == "1" && m.get("numDeletedRows").asText == "1", c.json)
+    val after = log(t).snapshot().files.map(_.path).toSet
+    assert((before -- after).size == 1)
+
+    spark.sql(s"UPDATE $t SET v = 'x' WHERE id = 5")
+    assert(rows(spark.sql(s"SELECT v FROM $t WHERE id = 5")) == Seq(Row("x")))
+    assert(spark.table(t).count() == 29)
+
+    spark.sql(s"UPDATE $t SET p = 'moved' WHERE id = 6")
+    assert(rows(spark.sql(s"SELECT p FROM $t WHERE id = 6")) == Seq(Row("moved")))
+
+    spark.createDataFrame(Seq((7L, "seven", "1"), (100L, "hundred", "2"))).toDF("id", "v", "p").createOrReplaceTempView("src")
+    spark.sql(s"MERGE INTO $t t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *")
+    assert(rows(spark.sql(s"SELECT id, v FROM $t WHERE id IN (7, 100)")) == Seq(Row(100L, "hundred"), Row(7L, "seven")))
+    assert(spark.table(t).count() == 30)
+    val mc = lastCommit(t).json
+    assert(mc.get("operationMetrics").get("numTargetRowsInserted").asText == "1", mc)
+    assert(mc.get("operationMetrics").get("numTargetRowsUpdated").asText == "1", mc)
+  }
+
+  test("a DELETE of whole partitions removes files without rewriting") {
+    val t = freshTable("dml", "(id BIGINT, p STRING) USING strata PARTITIONED BY (p)")
+    spark.sql(s"INSERT INTO $t SELECT id, cast(id % 3 AS STRING) FROM range(30)")
+    spark.sql(s"DELETE FROM $t WHERE p = '1'")
+    assert(spark.table(t).count() == 20)
+    val c = lastCommit(t)
+    assert(c.json.get("operationMetrics").get("numAddedFiles").asText == "0", c.json)
+  }
+
+  test("the file column names each row's file") {
+    val t = freshTable("dml", "(id BIGINT, p STRING) USING strata PARTITIONED BY (p)")
+    spark.sql(s"INSERT INTO $t SELECT id, cast(id % 3 AS STRING) FROM range(30)")
+    val files = rows(spark.sql(s"SELECT DISTINCT _strata_file FROM $t")).map(_.getString(0)).toSet
+    assert(files.size == log(t).snapshot().files.size, files)
+  }
+}
