@@ -44,7 +44,7 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
       snapshot.metadata.description.map(TableCatalog.PROP_COMMENT -> _)).asJava
   override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(TableCapability.BATCH_READ,
     TableCapability.BATCH_WRITE, TableCapability.TRUNCATE, TableCapability.OVERWRITE_BY_FILTER,
-    TableCapability.OVERWRITE_DYNAMIC)
+    TableCapability.OVERWRITE_DYNAMIC, TableCapability.AUTOMATIC_SCHEMA_EVOLUTION)
 
   /**
    * Writes start their transaction from the snapshot the statement was analyzed against (no second load); the

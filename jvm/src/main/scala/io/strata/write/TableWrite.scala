@@ -49,7 +49,8 @@ final class TableWrite private (
     definition: Option[Boolean] = None) {
 
   private var replaced: Option[(Seq[AddFile], FilePredicate)] = None
-  private var rowLevelRead: Option[RowLevelRead] = None
+  private var rowLevelRead0: Option[RowLevelRead] = None
+  def rowLevelRead: Option[RowLevelRead] = rowLevelRead0
 
   val isNewTable: Boolean = txn.readSnapshot.isEmpty
 
@@ -72,7 +73,7 @@ final class TableWrite private (
   def replaceFiles(files: Seq[AddFile], scope: FilePredicate): Unit = replaced = Some((files, scope))
 
   /** For [[WriteMode.RewriteRows]]: the operation's scan, whose files the commit replaces. */
-  def rewriteRowsOf(read: RowLevelRead): Unit = rowLevelRead = Some(read)
+  def rewriteRowsOf(read: RowLevelRead): Unit = rowLevelRead0 = Some(read)
 
   /**
    * Read-then-write: the write's input read this table (at `reads`' versions, selecting their rows). The commit then
@@ -88,7 +89,8 @@ final class TableWrite private (
    * replaces are its read set. Fails (typed) on a logical conflict; the caller deletes the files then, and also
    * when the result says the application's version was already committed.
    */
-  def commit(added: Seq[AddFile], rowCounts: Map[String, Long] = Map.empty): CommitResult = {
+  def commit(added: Seq[AddFile], rowCounts: Map[String, Long] = Map.empty,
+             rowLevelParams: Map[String, String] = Map.empty): CommitResult = {
     val now = System.currentTimeMillis()
     val op = operation(added)
     val replacedFiles = op match {
@@ -100,7 +102,8 @@ final class TableWrite private (
     mode match {
       case WriteMode.RewriteRows(command) =>
         val read = rowLevelRead.get
-        val params = Map("predicate" -> ActionCodec.mapper.writeValueAsString(read.conditionSql.toArray))
+        val params = Map("predicate" -> ActionCodec.mapper.writeValueAsString(read.conditionSql.toArray)) ++
+          rowLevelParams
         return txn.commit(op, appTxn.toSeq, Operation(command, params,
           RowLevelMetrics(command, read.files, added, rowCounts), options.userMetadata))
       case _ =>

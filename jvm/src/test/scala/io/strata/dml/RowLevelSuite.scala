@@ -57,4 +57,34 @@ class RowLevelSuite extends AnyFunSuite with SparkTestSession {
     val files = rows(spark.sql(s"SELECT DISTINCT _strata_file FROM $t")).map(_.getString(0)).toSet
     assert(files.size == log(t).snapshot().files.size, files)
   }
+
+  test("UPDATE counts the rows it changed and the rows it copied; MERGE records its clauses") {
+    val t = freshTable("dml", "(id BIGINT, v STRING) USING strata")
+    spark.sql(s"INSERT INTO $t SELECT id, cast(id AS STRING) FROM range(10)")
+    spark.sql(s"UPDATE $t SET v = 'x' WHERE id % 4 = 1")
+    val m = lastCommit(t).json.get("operationMetrics")
+    assert(m.get("numUpdatedRows").asText == "3" && m.get("numCopiedRows").asText == "7", m)
+    spark.createDataFrame(Seq((1L, "one"), (42L, "new"))).toDF("id", "v").createOrReplaceTempView("src2")
+    spark.sql(s"MERGE INTO $t t USING src2 s ON t.id = s.id WHEN MATCHED AND s.v = 'one' THEN UPDATE SET v = s.v " +
+      "WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE AND t.id = 0 THEN DELETE")
+    val c = lastCommit(t).json
+    val params = c.get("operationParameters")
+    assert(params.get("matchedPredicates").asText.contains("\"actionType\":\"update\""), params)
+    assert(params.get("matchedPredicates").asText.contains("\"actionType\":\"delete\""), params)
+    assert(params.get("notMatchedPredicates").asText.contains("insert"), params)
+    assert(params.get("notMatchedBySourcePredicates").asText.contains("delete"), params)
+    val mm = c.get("operationMetrics")
+    assert(mm.get("numTargetRowsUpdated").asText == "1" && mm.get("numTargetRowsInserted").asText == "1" &&
+      mm.get("numTargetRowsDeleted").asText == "1", mm)
+    assert(rows(spark.table(t)).map(_.getLong(0)) == Seq(1L, 2L, 3L, 4L, 42L, 5L, 6L, 7L, 8L, 9L))
+  }
+
+  test("MERGE WITH SCHEMA EVOLUTION adds the source's new columns") {
+    val t = freshTable("dml", "(id BIGINT, v STRING) USING strata")
+    spark.sql(s"INSERT INTO $t VALUES (1, 'a'), (2, 'b')")
+    spark.createDataFrame(Seq((2L, "B", 20), (3L, "C", 30))).toDF("id", "v", "extra").createOrReplaceTempView("src3")
+    spark.sql(s"MERGE WITH SCHEMA EVOLUTION INTO $t t USING src3 s ON t.id = s.id " +
+      "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    assert(rows(spark.table(t)) == Seq(Row(1L, "a", null), Row(2L, "B", 20), Row(3L, "C", 30)))
+  }
 }
