@@ -96,6 +96,35 @@ class S3LogStoreSuite extends AnyFunSuite with S3TestTables {
     assert(at4.files.map(_.path).toSet == (1 to 4).map(i => s"f$i.parquet").toSet)
   }
 
+  test("3 JVM processes racing to create each of 8 versions, released together per version: one wins each") {
+    val key = freshKey("process-race")
+    val (processes, versions) = (3, 8)
+    val barrier = Files.createTempDirectory("s3-version-race")
+    try {
+      val props = server.hadoopSettings.map { case (k, v) => s"-D${ConcurrentAppender.HadoopPrefix}$k=$v" }.toSeq
+      val outs = (1 to processes).map(i => barrier.resolve(s"out-$i.txt"))
+      val procs = (1 to processes).map(i => io.strata.ChildJvm.startWith(props ++ Seq("-Xmx384m", "-XX:TieredStopAtLevel=1"),
+        outs(i - 1).toFile, "io.strata.s3.VersionRacer", server.uri(key), i.toString,
+        processes.toString, versions.toString, barrier.toString))
+      def out(i: Int): Seq[String] = Files.readAllLines(outs(i - 1)).asScala.toSeq
+      try procs.zipWithIndex.foreach { case (p, i) =>
+        assert(p.waitFor(180, java.util.concurrent.TimeUnit.SECONDS), s"process ${i + 1} did not finish")
+        assert(p.exitValue == 0, s"process ${i + 1} failed:\n${out(i + 1).mkString("\n")}")
+      } finally procs.foreach(p => if (p.isAlive) p.destroyForcibly())
+      val outcomes = (1 to processes).flatMap(i => out(i).filter(l => l.startsWith("WON ") || l.startsWith("LOST "))
+        .map(l => (l.split(" ")(1).toInt, i, l)))
+      (0 until versions).foreach { v =>
+        val of = outcomes.filter(_._1 == v)
+        val winners = of.filter(_._3.startsWith("WON "))
+        assert(of.size == processes, s"every process reported version $v: $of")
+        assert(winners.size == 1, s"version $v: exactly one winner: $of")
+        assert(of.filter(_._3.startsWith("LOST ")).forall(_._3.contains("412")), s"the server refused the losers: $of")
+        assert(objectText(f"$key/_delta_log/$v%020d.json") == s"""{"writer":${winners.head._2},"version":$v}""" + "\n")
+      }
+      info("wins per process: " + (1 to processes).map(i => outcomes.count(o => o._2 == i && o._3.startsWith("WON "))).mkString(", "))
+    } finally LogTestSupport.deleteRecursively(barrier)
+  }
+
   test("4 JVM processes x 25 appends to one S3 table: 100 versions, every commit once") {
     val key = freshKey("jvms")
     create(logOf(key))
