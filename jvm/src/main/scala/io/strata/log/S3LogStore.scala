@@ -26,8 +26,9 @@ import scala.util.control.NonFatal
  * `If-None-Match` proves nothing if the server ignores it (some S3-compatible servers do, and would then let two
  * writers replace each other's commits). The probe creates `_delta_log/.strata-probe-<uuid>` with a conditional PUT,
  * then again: the second must be refused (412); if it is accepted the store refuses to commit. The probe object is
- * deleted either way. Its cost: two PUTs and a DELETE (with S3A's own HEAD/LIST checks around them), once per JVM
- * per bucket and endpoint.
+ * deleted either way. Its cost, once per JVM per bucket and endpoint: two PUTs, a HEAD and a DELETE, then S3A's LIST
+ * and, when `_delta_log/` is left empty, its directory-marker PUT (six requests, a few milliseconds on a local
+ * network, one round trip each to S3).
  *
  * Checkpoints and `_last_checkpoint` are written with single uploads, never renamed (S3 has no rename): a checkpoint
  * is first written whole to a local temporary file, so a failure while writing it uploads nothing.
