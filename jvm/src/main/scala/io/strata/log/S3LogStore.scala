@@ -38,7 +38,7 @@ final class S3LogStore(val fs: FileSystem) extends LogStore {
 
   @volatile private var conditionalCreateChecked = false
 
-  /** Refuses to commit when the S3A client cannot create a file with a conditional PUT. */
+  /** Refuses to commit when the S3A client cannot send a conditional PUT, or the endpoint ignores one (the probe). */
   def requireConditionalCreate(path: Path): Unit = if (!conditionalCreateChecked) {
     val supported = try fs.hasPathCapability(path, ConditionalOverwrite) catch { case NonFatal(_) => false }
     if (!supported) throw new UnsafeLogStoreException(
@@ -47,13 +47,15 @@ final class S3LogStore(val fs: FileSystem) extends LogStore {
         s"can overwrite each other's commits. Use Hadoop's S3A client 3.4.2 or later (hadoop-aws 3.4.2, the Hadoop " +
         s"of Spark 4.1) with conditional writes enabled: spark.hadoop.$ConditionalCreateEnabledKey=true (its " +
         "default), and an S3 endpoint that honours If-None-Match on PUT.")
-    val endpoint = s"${fs.getUri} at ${Option(fs.getConf.get("fs.s3a.endpoint")).filter(_.nonEmpty).getOrElse("AWS S3")}"
-    if (!ProbedEndpoints.contains(endpoint)) {
+    val bucket = s"${fs.getUri.getHost} at $endpoint" // s3:// and s3a:// name the same bucket
+    if (!ProbedEndpoints.contains(bucket)) {
       probeConditionalWrites(path)
-      ProbedEndpoints.add(endpoint)
+      ProbedEndpoints.add(bucket)
     }
     conditionalCreateChecked = true
   }
+
+  private def endpoint: String = Option(fs.getConf.get("fs.s3a.endpoint")).filter(_.nonEmpty).getOrElse("AWS S3")
 
   /** Creates a probe object twice with conditional PUTs: a server that honours them refuses the second (412). */
   private def probeConditionalWrites(commit: Path): Unit = {
@@ -64,11 +66,11 @@ final class S3LogStore(val fs: FileSystem) extends LogStore {
         case e: IOException if isServerPreconditionFailed(e) => true
       }
       if (!refused) throw new UnsafeLogStoreException(
-        s"Strata cannot commit safely to ${commit.getParent}: the S3 endpoint (${fs.getConf.get("fs.s3a.endpoint", "AWS S3")}) " +
+        s"Strata cannot commit safely to ${commit.getParent}: the S3 endpoint ($endpoint) " +
           "ignored If-None-Match: a conditional PUT of an object that already existed was accepted and replaced it " +
-          s"(probe object $probe), so two writers could replace each other's commits. Use an S3 endpoint that " +
+          s"(probe object $probe, since deleted), so two writers could replace each other's commits. Use an S3 endpoint that " +
           "honours conditional writes (AWS S3 does; for other S3-compatible servers check that PUT with " +
-          s"If-None-Match: * answers 412 when the object exists), or set spark.hadoop.${LogStore.implKey(commit.toUri.getScheme)} " +
+          s"If-None-Match: * answers 412 when the object exists), or set spark.hadoop.${LogStore.implKey(Option(commit.toUri.getScheme).getOrElse(fs.getScheme))} " +
           "to a LogStore class whose putIfAbsent is atomic on that server.")
     } finally try fs.delete(probe, false) catch { case NonFatal(_) => } // only a leftover, never read as a commit
   }

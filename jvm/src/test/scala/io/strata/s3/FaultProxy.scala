@@ -37,7 +37,7 @@ final class FaultProxy private (upstreamPort: Int, val ignoreConditionalWrites: 
   /** Faults queued and not yet taken by a commit PUT. */
   def pending: Int = faults.size
   def clearFaults(): Unit = faults.clear()
-  /** Every request handled so far, in order of arrival. */
+  /** Every request handled so far, in the order they were answered (or dropped). */
   def requests: Seq[Seen] = seen.asScala.toSeq
   /** The PUTs of one object key (`<table key>/_delta_log/...`), in order. */
   def putsOf(key: String): Seq[Seen] = requests.filter(r => r.method == "PUT" && r.key == key)

@@ -112,7 +112,7 @@ class S3FaultProxySuite extends AnyFunSuite with S3TestTables {
     assert(race.errors.isEmpty, race.errors.mkString("; "))
     assert(proxy.pending == 0, "every injected fault hit a commit PUT")
     val commitPuts = proxy.requests.filter(r => r.method == "PUT" && r.key.startsWith(s"$key/_delta_log/0"))
-    assert(commitPuts.flatMap(_.fault) == faults)
+    assert(commitPuts.flatMap(_.fault).sortBy(_.toString) == faults.sortBy(_.toString)) // answered in any order
     info(s"${commitPuts.size} commit PUTs, ${commitPuts.count(_.status == 412)} answered 412")
     assertLog(key, created +: done.asScala.map(_._1).toSeq, done.asScala.map(_._2).toSeq)
   }
