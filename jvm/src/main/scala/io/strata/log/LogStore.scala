@@ -67,12 +67,19 @@ object LogStore {
   /** Hadoop/Spark conf key naming the LogStore class for a scheme (a class with a public `(FileSystem)` constructor). */
   def implKey(scheme: String): String = s"strata.logStore.$scheme.impl"
 
-  /** Chooses the log store for a table path by URI scheme; unsafe schemes fail rather than commit unsafely. */
+  /**
+   * Chooses the log store for a table path by URI scheme; unsafe schemes fail rather than commit unsafely. Object
+   * stores without a Strata log store (GCS, Azure) are refused by the path's scheme before their file system is
+   * loaded, so the refusal is the same whether or not their connector is on the class path.
+   */
   def forPath(tablePath: Path, conf: Configuration): LogStore = {
+    def configured(scheme: String) = Option(conf.get(implKey(scheme))).orElse(Option(conf.get("spark.hadoop." + implKey(scheme))))
+    val named = Option(tablePath.toUri.getScheme).map(_.toLowerCase)
+    named.filter(configured(_).isEmpty).flatMap(refusal(tablePath, _)).foreach(m => throw new UnsafeLogStoreException(m))
     val fs = tablePath.getFileSystem(conf)
     // The scheme the table path names (what the user configures), not the one its FileSystem class reports.
-    val scheme = Option(tablePath.toUri.getScheme).orElse(Option(fs.getUri.getScheme)).getOrElse("file").toLowerCase
-    Option(conf.get(implKey(scheme))).orElse(Option(conf.get("spark.hadoop." + implKey(scheme)))) match {
+    val scheme = named.orElse(Option(fs.getUri.getScheme).map(_.toLowerCase)).getOrElse("file")
+    configured(scheme) match {
       case Some(cls) =>
         try Class.forName(cls).getConstructor(classOf[FileSystem]).newInstance(fs).asInstanceOf[LogStore]
         catch { case NonFatal(e) =>
@@ -87,13 +94,35 @@ object LogStore {
           s"Strata commits to S3 only through Hadoop's S3A client (${S3LogStore.S3AFileSystemClass}, hadoop-aws " +
             s"3.4.2+), which can create a commit with a conditional PUT; $tablePath is served by " +
             s"${fs.getClass.getName}. Set spark.hadoop.fs.$scheme.impl=${S3LogStore.S3AFileSystemClass}.")
-        case other => throw new UnsafeLogStoreException(
+        case other => throw new UnsafeLogStoreException(refusal(tablePath, other).getOrElse(
           s"Strata cannot commit safely to $tablePath: the '$other' file system has no atomic put-if-absent " +
             s"that Strata knows to use (Strata commits to 'file', 'hdfs', 'viewfs', 's3a' and 's3' paths), and committing " +
-            s"without one can lose concurrent commits. Set spark.hadoop.${implKey(other)} to a LogStore class " +
-            "whose putIfAbsent is atomic on that store.")
+            s"without one can lose concurrent commits. ${bringYourOwn(other)}"))
       }
     }
+  }
+
+  private def bringYourOwn(scheme: String): String =
+    s"To commit anyway, set spark.hadoop.${implKey(scheme)} to a LogStore class (extending io.strata.log.LogStore, " +
+      "with a public constructor taking a Hadoop FileSystem) whose putIfAbsent is atomic on that store."
+
+  /** Why Strata does not commit to the object stores it knows but has no log store for; None for other schemes. */
+  private def refusal(tablePath: Path, scheme: String): Option[String] = {
+    val missing = scheme match {
+      case "gs" => Some("on Google Cloud Storage a safe commit is an upload that creates the commit object only if " +
+        "no object of that name exists (the precondition ifGenerationMatch=0), and Strata has no log store that " +
+        "issues it yet: none has been tested against a GCS server")
+      case "abfs" | "abfss" => Some("on Azure Data Lake Storage a safe commit must appear whole under its name " +
+        "only if no file of that name exists; the ABFS connector's create without overwrite refuses an existing " +
+        "file, but creates the file empty and appends its content afterwards (a reader can see an empty or partial " +
+        "commit), and its rename without overwrite is atomic only on accounts with a hierarchical namespace. " +
+        "Strata has no log store for ABFS yet: none has been tested against Azure")
+      case "wasb" | "wasbs" => Some("the WASB connector (Azure Blob Storage, deprecated in Hadoop) has neither a " +
+        "create that atomically refuses an existing blob (it checks, then writes) nor an atomic rename (it copies, " +
+        "then deletes), so concurrent writers could replace each other's commits")
+      case _ => None
+    }
+    missing.map(m => s"Strata cannot commit safely to $tablePath: $m. ${bringYourOwn(scheme)}")
   }
 }
 

@@ -22,6 +22,14 @@ import scala.util.control.NonFatal
  * conditional write in flight) is retried a bounded number of times. Any other I/O error is left to the caller,
  * which reads the version back (the commit loop in [[Transaction]]).
  *
+ * The endpoint is probed once per JVM for each bucket and endpoint, before its first commit: S3A sending
+ * `If-None-Match` proves nothing if the server ignores it (some S3-compatible servers do, and would then let two
+ * writers replace each other's commits). The probe creates `_delta_log/.strata-probe-<uuid>` with a conditional PUT,
+ * then again: the second must be refused (412); if it is accepted the store refuses to commit. The probe object is
+ * deleted either way. Its cost, once per JVM per bucket and endpoint: two PUTs, a HEAD and a DELETE, then S3A's LIST
+ * and, when `_delta_log/` is left empty, its directory-marker PUT (six requests, a few milliseconds on a local
+ * network, one round trip each to S3).
+ *
  * Checkpoints and `_last_checkpoint` are written with single uploads, never renamed (S3 has no rename): a checkpoint
  * is first written whole to a local temporary file, so a failure while writing it uploads nothing.
  */
@@ -30,7 +38,7 @@ final class S3LogStore(val fs: FileSystem) extends LogStore {
 
   @volatile private var conditionalCreateChecked = false
 
-  /** Refuses to commit when the S3A client cannot create a file with a conditional PUT. */
+  /** Refuses to commit when the S3A client cannot send a conditional PUT, or the endpoint ignores one (the probe). */
   def requireConditionalCreate(path: Path): Unit = if (!conditionalCreateChecked) {
     val supported = try fs.hasPathCapability(path, ConditionalOverwrite) catch { case NonFatal(_) => false }
     if (!supported) throw new UnsafeLogStoreException(
@@ -39,7 +47,32 @@ final class S3LogStore(val fs: FileSystem) extends LogStore {
         s"can overwrite each other's commits. Use Hadoop's S3A client 3.4.2 or later (hadoop-aws 3.4.2, the Hadoop " +
         s"of Spark 4.1) with conditional writes enabled: spark.hadoop.$ConditionalCreateEnabledKey=true (its " +
         "default), and an S3 endpoint that honours If-None-Match on PUT.")
+    val bucket = s"${fs.getUri.getHost} at $endpoint" // s3:// and s3a:// name the same bucket
+    if (!ProbedEndpoints.contains(bucket)) {
+      probeConditionalWrites(path)
+      ProbedEndpoints.add(bucket)
+    }
     conditionalCreateChecked = true
+  }
+
+  private def endpoint: String = Option(fs.getConf.get("fs.s3a.endpoint")).filter(_.nonEmpty).getOrElse("AWS S3")
+
+  /** Creates a probe object twice with conditional PUTs: a server that honours them refuses the second (412). */
+  private def probeConditionalWrites(commit: Path): Unit = {
+    val probe = new Path(commit.getParent, s".strata-probe-${java.util.UUID.randomUUID()}")
+    try {
+      conditionalPut(probe, "first\n".getBytes(UTF_8))
+      val refused = try { conditionalPut(probe, "second\n".getBytes(UTF_8)); false } catch {
+        case e: IOException if isServerPreconditionFailed(e) => true
+      }
+      if (!refused) throw new UnsafeLogStoreException(
+        s"Strata cannot commit safely to ${commit.getParent}: the S3 endpoint ($endpoint) " +
+          "ignored If-None-Match: a conditional PUT of an object that already existed was accepted and replaced it " +
+          s"(probe object $probe, since deleted), so two writers could replace each other's commits. Use an S3 endpoint that " +
+          "honours conditional writes (AWS S3 does; for other S3-compatible servers check that PUT with " +
+          s"If-None-Match: * answers 412 when the object exists), or set spark.hadoop.${LogStore.implKey(Option(commit.toUri.getScheme).getOrElse(fs.getScheme))} " +
+          "to a LogStore class whose putIfAbsent is atomic on that server.")
+    } finally try fs.delete(probe, false) catch { case NonFatal(_) => } // only a leftover, never read as a commit
   }
 
   override def putIfAbsent(path: Path, lines: Seq[String]): Unit = {
@@ -128,6 +161,15 @@ object S3LogStore {
     t.isInstanceOf[FileAlreadyExistsException] || t.getClass.getSimpleName == "RemoteFileChangedException" ||
       Option(t.getMessage).exists(m => m.contains("Status Code: 412") || m.contains("PreconditionFailed"))
   }
+
+  /** A 412 answered by the server itself (S3A's RemoteFileChangedException, or the SDK's status in the chain). */
+  private def isServerPreconditionFailed(e: Throwable): Boolean = chain(e).exists { t =>
+    t.getClass.getSimpleName == "RemoteFileChangedException" ||
+      Option(t.getMessage).exists(m => m.contains("Status Code: 412") || m.contains("PreconditionFailed"))
+  }
+
+  /** Buckets (with their endpoint) whose server was seen refusing a conditional PUT of an existing object. */
+  private val ProbedEndpoints = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
 
   /** 409 ConditionalRequestConflict: a conditional write raced another in flight; retryable. */
   def isConditionalConflict(e: Throwable): Boolean =

@@ -147,4 +147,29 @@ class LogStoreSuite extends AnyFunSuite with LogTestSupport {
     conf.set(LogStore.implKey("fake"), "io.strata.log.HdfsLogStore")
     assert(LogStore.forPath(path, conf).isInstanceOf[HdfsLogStore])
   }
+
+  // No GCS or Azure connector is on the test class path: the refusal must not depend on one.
+  Seq(
+    "gs" -> Seq("Google Cloud Storage", "ifGenerationMatch=0"),
+    "abfs" -> Seq("Azure Data Lake Storage", "creates the file empty", "hierarchical namespace"),
+    "abfss" -> Seq("Azure Data Lake Storage", "creates the file empty"),
+    "wasb" -> Seq("WASB connector", "checks, then writes", "copies, then deletes"),
+    "wasbs" -> Seq("WASB connector", "atomic rename")
+  ).foreach { case (scheme, says) =>
+    test(s"$scheme:// is refused naming what a safe commit there needs and the key for a store of one's own") {
+      val path = new Path(s"$scheme://container@account/warehouse/t")
+      val e = intercept[UnsafeLogStoreException](LogStore.forPath(path, newConf()))
+      assert(e.getMessage.startsWith(s"Strata cannot commit safely to $path: "), e.getMessage)
+      says.foreach(s => assert(e.getMessage.contains(s), s"'$s' in: ${e.getMessage}"))
+      assert(e.getMessage.contains(s"set spark.hadoop.strata.logStore.$scheme.impl to a LogStore class"), e.getMessage)
+      assert(!e.getMessage.contains("'file', 'hdfs'"), "not the generic unknown-scheme message")
+    }
+  }
+
+  test("a log store configured for gs:// is used: the refusal is only for the built-in choice") {
+    val root = tempDir()
+    val conf = fakeConf("gs", classOf[RawLocalFileSystem]) // a local file system stands in for the GCS connector
+    conf.set("spark.hadoop." + LogStore.implKey("gs"), classOf[HdfsLogStore].getName)
+    assert(LogStore.forPath(new Path(s"gs://${root.toUri.getPath}t"), conf).isInstanceOf[HdfsLogStore])
+  }
 }

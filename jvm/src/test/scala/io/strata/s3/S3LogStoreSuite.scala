@@ -1,55 +1,16 @@
 package io.strata.s3
 
-import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.Files
 import java.util.concurrent.ConcurrentLinkedQueue
 
 import io.strata.log._
 import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
-import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
 import scala.jdk.CollectionConverters._
 
 /** The S3 log store against a real S3 server (s3proxy on localhost) through Hadoop's real S3A client. */
-class S3LogStoreSuite extends AnyFunSuite with BeforeAndAfterAll {
-  private var server: S3Proxy = _
-
-  override def beforeAll(): Unit = { super.beforeAll(); server = S3Proxy.start() }
-  override def afterAll(): Unit = try if (server != null) server.close() finally super.afterAll()
-
-  private var n = 0
-  private def freshKey(prefix: String): String = { n += 1; s"$prefix-$n" }
-  private def logOf(key: String, extra: (String, String)*): TableLog =
-    TableLog.forPath(new Path(server.uri(key)), server.conf(extra: _*))
-
-  private def meta(conf: Map[String, String] = Map.empty): Metadata = Metadata(
-    id = java.util.UUID.randomUUID().toString,
-    schemaString = """{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}""",
-    partitionColumns = Nil, configuration = conf, createdTime = Some(System.currentTimeMillis()))
-
-  private def create(log: TableLog, conf: Map[String, String] = Map.empty): Unit = {
-    val txn = log.startTransaction()
-    txn.updateMetadata(meta(conf))
-    assert(txn.commit(Nil, Operation("CREATE TABLE")).version == 0L)
-  }
-
-  private def add(path: String): AddFile = AddFile(path, Map.empty, 10L, System.currentTimeMillis(), dataChange = true)
-
-  /** The object names under the table's `_delta_log`, listed through S3A. */
-  private def logObjects(key: String): Seq[String] = {
-    val dir = new Path(server.uri(s"$key/_delta_log"))
-    val fs = dir.getFileSystem(server.conf())
-    try fs.listStatus(dir).map(_.getPath.getName).toSeq.sorted
-    catch { case _: java.io.FileNotFoundException => Nil }
-  }
-
-  private def objectText(key: String): String = {
-    val path = new Path(server.uri(key))
-    val in = path.getFileSystem(server.conf()).open(path)
-    try new String(in.readAllBytes(), UTF_8) finally in.close()
-  }
-
+class S3LogStoreSuite extends AnyFunSuite with S3TestTables {
   test("s3a:// and s3:// (mapped to S3A) get the S3 log store; s3:// served by another file system is refused") {
     assert(logOf(freshKey("choose")).store.isInstanceOf[S3LogStore])
     val s3 = TableLog.forPath(new Path(s"s3://${server.bucket}/${freshKey("choose")}"),
@@ -135,44 +96,33 @@ class S3LogStoreSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(at4.files.map(_.path).toSet == (1 to 4).map(i => s"f$i.parquet").toSet)
   }
 
-  private def faultyLog(key: String): TableLog =
-    logOf(key, LogStore.implKey("s3a") -> classOf[FaultInjectingS3LogStore].getName)
-
-  private def addsByVersion(log: TableLog): Map[Long, Seq[String]] =
-    (1L to log.snapshot().version).map(v => v -> log.readCommit(v).collect { case a: AddFile => a.path }).toMap
-
-  test("a 409 ConditionalRequestConflict is retried: the commit lands once, at its version") {
-    val key = freshKey("conflict")
-    val log = faultyLog(key)
-    create(log)
-    S3Faults.reset()
-    S3Faults.conflicts.set(2)
-    assert(log.startTransaction().commit(Seq(add("a.parquet")), Operation("WRITE")).version == 1L)
-    assert(S3Faults.conditionalPuts.get == 3, "two PUTs answered 409, the third created the version")
-    assert(log.startTransaction().commit(Seq(add("b.parquet")), Operation("WRITE")).version == 2L)
-    assert(addsByVersion(logOf(key)) == Map(1L -> Seq("a.parquet"), 2L -> Seq("b.parquet")))
-
-    S3Faults.conflicts.set(1000)
-    val e = intercept[java.io.IOException](log.startTransaction().commit(Seq(add("c.parquet")), Operation("WRITE")))
-    assert(e.getMessage.contains("ConditionalRequestConflict"))
-    val tried = S3Faults.conditionalPuts.get - 3
-    S3Faults.reset()
-    assert(tried > S3LogStore.MaxConflictRetries && tried < 100, s"bounded retries: $tried PUTs")
-    assert(logOf(key).snapshot().version == 2L, "409s beyond the bound: an error, and nothing committed")
-  }
-
-  test("a PUT that landed but whose answer was lost: no duplicated and no lost commit") {
-    val key = freshKey("lost-answer")
-    val log = faultyLog(key)
-    create(log)
-    S3Faults.reset()
-    S3Faults.lostAnswers.set(1)
-    val r = log.startTransaction().commit(Seq(add("a.parquet")), Operation("WRITE"))
-    assert(r.version == 1L, "the commit loop read version 1 back, found its own txnId, and stopped")
-    assert(S3Faults.conditionalPuts.get == 1, "no second PUT of the same commit")
-    assert(log.startTransaction().commit(Seq(add("b.parquet")), Operation("WRITE")).version == 2L)
-    assert(addsByVersion(logOf(key)) == Map(1L -> Seq("a.parquet"), 2L -> Seq("b.parquet")))
-    S3Faults.reset()
+  test("3 JVM processes racing to create each of 8 versions, released together per version: one wins each") {
+    val key = freshKey("process-race")
+    val (processes, versions) = (3, 8)
+    val barrier = Files.createTempDirectory("s3-version-race")
+    try {
+      val props = server.hadoopSettings.map { case (k, v) => s"-D${ConcurrentAppender.HadoopPrefix}$k=$v" }.toSeq
+      val outs = (1 to processes).map(i => barrier.resolve(s"out-$i.txt"))
+      val procs = (1 to processes).map(i => io.strata.ChildJvm.startWith(props ++ Seq("-Xmx384m", "-XX:TieredStopAtLevel=1"),
+        outs(i - 1).toFile, "io.strata.s3.VersionRacer", server.uri(key), i.toString,
+        processes.toString, versions.toString, barrier.toString))
+      def out(i: Int): Seq[String] = Files.readAllLines(outs(i - 1)).asScala.toSeq
+      try procs.zipWithIndex.foreach { case (p, i) =>
+        assert(p.waitFor(180, java.util.concurrent.TimeUnit.SECONDS), s"process ${i + 1} did not finish")
+        assert(p.exitValue == 0, s"process ${i + 1} failed:\n${out(i + 1).mkString("\n")}")
+      } finally procs.foreach(p => if (p.isAlive) p.destroyForcibly())
+      val outcomes = (1 to processes).flatMap(i => out(i).filter(l => l.startsWith("WON ") || l.startsWith("LOST "))
+        .map(l => (l.split(" ")(1).toInt, i, l)))
+      (0 until versions).foreach { v =>
+        val of = outcomes.filter(_._1 == v)
+        val winners = of.filter(_._3.startsWith("WON "))
+        assert(of.size == processes, s"every process reported version $v: $of")
+        assert(winners.size == 1, s"version $v: exactly one winner: $of")
+        assert(of.filter(_._3.startsWith("LOST ")).forall(_._3.contains("412")), s"the server refused the losers: $of")
+        assert(objectText(f"$key/_delta_log/$v%020d.json") == s"""{"writer":${winners.head._2},"version":$v}""" + "\n")
+      }
+      info("wins per process: " + (1 to processes).map(i => outcomes.count(o => o._2 == i && o._3.startsWith("WON "))).mkString(", "))
+    } finally LogTestSupport.deleteRecursively(barrier)
   }
 
   test("4 JVM processes x 25 appends to one S3 table: 100 versions, every commit once") {
