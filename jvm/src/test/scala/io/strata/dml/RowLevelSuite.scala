@@ -87,4 +87,19 @@ class RowLevelSuite extends AnyFunSuite with SparkTestSession {
       "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
     assert(rows(spark.table(t)) == Seq(Row(1L, "a", null), Row(2L, "B", 20), Row(3L, "C", 30)))
   }
+
+  test("a non-deterministic MERGE source is refused by Spark before anything is written") {
+    val t = freshTable("dml", "(id BIGINT, v STRING) USING strata")
+    spark.sql(s"INSERT INTO $t SELECT id, 'x' FROM range(10)")
+    spark.createDataFrame(Seq((5L, "y"))).toDF("id", "v").createOrReplaceTempView("src4")
+    val version = log(t).snapshot().version
+    val e = intercept[org.apache.spark.sql.AnalysisException](spark.sql(s"MERGE INTO $t t USING " +
+      "(SELECT * FROM src4 WHERE rand() < 2) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = 'z'"))
+    assert(e.getCondition == "INVALID_NON_DETERMINISTIC_EXPRESSIONS", e.getMessage)
+    assert(log(t).snapshot().version == version)
+    // Materialized first, the same source merges.
+    spark.sql("SELECT * FROM src4 WHERE rand() < 2").localCheckpoint().createOrReplaceTempView("src5")
+    spark.sql(s"MERGE INTO $t t USING src5 s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = 'z'")
+    assert(rows(spark.sql(s"SELECT v, count(*) FROM $t GROUP BY v")) == Seq(Row("x", 9L), Row("z", 1L)))
+  }
 }
