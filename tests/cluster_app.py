@@ -139,7 +139,18 @@ def scenario_writes(spark: SparkSession, cfg: dict[str, Any]) -> dict[str, Any]:
     spark.sql("INSERT INTO strata.cluster.t SELECT id, cast(id % 5 AS STRING) FROM range(0, 3000, 1, 8)")
     tagged(source(spark, 3000, 5000, 8), markers, "v2append").writeTo("strata.cluster.t").append()
     v2_rows = sorted_rows(spark.table("strata.cluster.t"))
-    return {"v1_rows": v1_rows, "v2_rows": v2_rows, "v2_location": location(spark, "strata.cluster.t")}
+    # DML (copy-on-write) on the cluster: DELETE, UPDATE of the partition column, MERGE with every clause kind.
+    spark.sql("CREATE TABLE strata.cluster.d (id BIGINT, p STRING) USING strata PARTITIONED BY (p)")
+    spark.sql("INSERT INTO strata.cluster.d SELECT id, cast(id % 5 AS STRING) FROM range(0, 3000, 1, 8)")
+    spark.sql("DELETE FROM strata.cluster.d WHERE id % 7 = 0")
+    spark.sql("UPDATE strata.cluster.d SET p = 'u' WHERE id < 100")
+    source(spark, 2900, 3100, 4).createOrReplaceTempView("cluster_src")
+    spark.sql("MERGE INTO strata.cluster.d t USING cluster_src s ON t.id = s.id "
+              "WHEN MATCHED THEN UPDATE SET p = 'm' WHEN NOT MATCHED THEN INSERT * "
+              "WHEN NOT MATCHED BY SOURCE AND t.id >= 2800 THEN DELETE")
+    dml_rows = sorted_rows(spark.table("strata.cluster.d"))
+    return {"v1_rows": v1_rows, "v2_rows": v2_rows, "v2_location": location(spark, "strata.cluster.t"),
+            "dml_rows": dml_rows, "dml_location": location(spark, "strata.cluster.d")}
 
 
 def scenario_kill(spark: SparkSession, cfg: dict[str, Any]) -> dict[str, Any]:

@@ -221,6 +221,16 @@ def test_v1_and_v2_writes_on_two_executors(cluster: Cluster, tmp_path: Path) -> 
     assert DeltaTable(str(v2)).version() == 2  # CREATE TABLE 0, INSERT 1, append 2
     for table in (v1, v2):
         assert disk_files(table) == live_files(table)
+    # DML on the cluster, against the same statements applied in Python.
+    want = {i: str(i % 5) for i in range(3000) if i % 7 != 0}
+    want.update({i: "u" for i in want if i < 100})
+    want.update({i: "m" if i in want else str(i % 5) for i in range(2900, 3100)})
+    for i in [i for i in want if 2800 <= i < 2900]:
+        del want[i]
+    dml = Path(result["dml_location"].removeprefix("file:"))
+    assert result["dml_rows"] == sorted([i, p] for i, p in want.items())
+    assert delta_rs_rows(dml) == result["dml_rows"]
+    assert live_files(dml) <= disk_files(dml)
     # Every write's tasks ran in both executor JVMs (and only there: not in the driver).
     for tag in ("v1save", "v1append", "v2append"):
         tasks = task_markers(tmp_path / "markers", tag)
