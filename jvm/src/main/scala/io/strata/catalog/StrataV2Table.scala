@@ -62,10 +62,10 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
     new CopyOnWriteOperationBuilder(this, log, info.command())
   }
 
-  /** A DELETE on partition columns only removes whole files without a job ([[MetadataDelete]]). */
+  /** A DELETE that covers whole files (by partition values or statistics) removes them without a job. */
   override def canDeleteWhere(predicates: Array[Predicate]): Boolean = {
     val sql = predicates.filterNot(_.name() == "ALWAYS_TRUE").map(V2PredicateSql(_))
-    sql.forall(_.isDefined) && MetadataDelete.canDelete(sql.flatten.toSeq, table.partitionColumns)
+    sql.forall(_.isDefined) && MetadataDelete.canDelete(snapshot, sql.flatten.toSeq)
   }
 
   override def deleteWhere(predicates: Array[Predicate]): Unit = {

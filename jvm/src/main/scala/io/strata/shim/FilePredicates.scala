@@ -16,7 +16,11 @@ final class ConditionPredicate private[shim] (
     val description: String,
     partitionSchema: StructType,
     partitionCondition: Option[Expression],
-    stats: StatsSkipping) extends FilePredicate {
+    stats: StatsSkipping,
+    /** Every conjunct of the condition is in `partitionCondition` or `stats` (none was left out). */
+    complete: Boolean = false,
+    /** No conjunct could be used: the predicate matches everything. */
+    val isEmpty: Boolean = false) extends FilePredicate {
 
   @transient private lazy val partitionEval: Option[BasePredicate] = partitionCondition.map { c =>
     val bound = c.transform {
@@ -38,16 +42,31 @@ final class ConditionPredicate private[shim] (
     }
     partitionsMatch && stats.mayMatch(statsJson)
   }
+
+  /** True only when every row of a file with this entry matches (by partition values and statistics). */
+  def mustMatchAll(partitionValues: Map[String, Option[String]], statsJson: Option[String]): Boolean =
+    complete && partitionSchema.fieldNames.forall(partitionValues.contains) && (partitionEval match {
+      case None => true
+      case Some(p) => scala.util.Try(p.eval(SparkInternals.partitionRow(partitionSchema, partitionValues)) == true)
+        .getOrElse(false)
+    }) && stats.mustMatchAll(statsJson)
 }
 
 object FilePredicates {
   /** The rows a SQL predicate over the table's columns selects, as a read set. */
   def fromSql(spark: SparkSession, sql: String, tableSchema: StructType, partitionColumns: Seq[String]): FilePredicate = {
+    val p = conditionFromSql(spark, sql, tableSchema, partitionColumns)
+    if (p.isEmpty) FilePredicate.WholeTable else p
+  }
+
+  /** Like [[fromSql]], with its exact side ([[ConditionPredicate.mustMatchAll]]) reachable. */
+  def conditionFromSql(spark: SparkSession, sql: String, tableSchema: StructType,
+                       partitionColumns: Seq[String]): ConditionPredicate = {
     val session = SparkInternals.classic(spark)
     val probe = session.createDataFrame(session.sparkContext.emptyRDD[org.apache.spark.sql.Row], tableSchema).where(sql)
     val condition = probe.queryExecution.analyzed.collectFirst { case Filter(c, _) => c }.getOrElse(
       throw new IllegalStateException(s"Could not analyze predicate '$sql'"))
-    fromCondition(s"the rows matching '$sql'", Seq(condition), tableSchema, partitionColumns)
+    condition0(s"the rows matching '$sql'", Seq(condition), tableSchema, partitionColumns)
   }
 
   /**
@@ -56,14 +75,21 @@ object FilePredicates {
    */
   def fromCondition(description: String, conditions: Seq[Expression], tableSchema: StructType,
                     partitionColumns: Seq[String]): FilePredicate = {
-    val conjuncts = conditions.flatMap(splitAnd).filterNot(SubqueryExpression.hasSubquery).filter(_.deterministic)
-    if (conjuncts.isEmpty) return FilePredicate.WholeTable
+    val p = condition0(description, conditions, tableSchema, partitionColumns)
+    if (p.isEmpty) FilePredicate.WholeTable else p
+  }
+
+  private def condition0(description: String, conditions: Seq[Expression], tableSchema: StructType,
+                         partitionColumns: Seq[String]): ConditionPredicate = {
+    val all = conditions.flatMap(splitAnd)
+    val conjuncts = all.filterNot(SubqueryExpression.hasSubquery).filter(_.deterministic)
     val isPart = (a: Attribute) => partitionColumns.exists(_.equalsIgnoreCase(a.name))
     val onPartitions = conjuncts.filter(c => c.references.nonEmpty && c.references.forall(isPart))
     val onData = conjuncts.filter(c => c.references.nonEmpty && !c.references.exists(isPart))
     val partitionSchema = StructType(partitionColumns.map(c => tableSchema.fields.find(_.name.equalsIgnoreCase(c)).get))
     val dataSchema = StructType(tableSchema.fields.filterNot(f => partitionColumns.exists(_.equalsIgnoreCase(f.name))))
-    new ConditionPredicate(description, partitionSchema, onPartitions.reduceOption(And), StatsSkipping(dataSchema, onData))
+    new ConditionPredicate(description, partitionSchema, onPartitions.reduceOption(And), StatsSkipping(dataSchema, onData),
+      complete = onPartitions.size + onData.size == all.size, isEmpty = conjuncts.isEmpty)
   }
 
   private def splitAnd(e: Expression): Seq[Expression] = e match {

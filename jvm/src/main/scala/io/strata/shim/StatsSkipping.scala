@@ -95,7 +95,47 @@ final class StatsSkipping private (dataSchema: StructType, dataFilters: Seq[Expr
     case _ => True
   }
 
+  /**
+   * A predicate over the statistics row that is TRUE only when every row of the file matches (the converse of
+   * [[rewrite]]): `a < v` needs `max_a < v` and no NULL `a`. Bounds stay safe here: a widened maximum or a truncated
+   * minimum only makes the test stricter. Equality needs exact bounds, so it is used for integral, date and decimal
+   * columns only. Anything else is FALSE.
+   */
+  private def rewriteAll(e: Expression): Expression = {
+    def noNulls(c: Indexed) = EqualTo(nulls(c), Literal(0L))
+    def exact(c: Indexed) = c.field.dataType match {
+      case ByteType | ShortType | IntegerType | LongType | DateType | _: DecimalType => true
+      case _ => false
+    }
+    def all(c: Indexed, v: Literal, op: String): Expression = And(noNulls(c), op match {
+      case "=" if exact(c) => And(EqualTo(min(c), v), EqualTo(max(c), v))
+      case "<" => LessThan(max(c), v)
+      case "<=" => LessThanOrEqual(max(c), v)
+      case ">" => GreaterThan(min(c), v)
+      case ">=" => GreaterThanOrEqual(min(c), v)
+      case _ => Literal.FalseLiteral
+    })
+    e match {
+      case And(l, r) => And(rewriteAll(l), rewriteAll(r))
+      case Or(l, r) => Or(rewriteAll(l), rewriteAll(r))
+      case IsNull(Col(c)) => EqualTo(nulls(c), numRecords)
+      case IsNotNull(Col(c)) => noNulls(c)
+      case EqualTo(Col(c), Lit(v)) => all(c, v, "=")
+      case EqualTo(Lit(v), Col(c)) => all(c, v, "=")
+      case LessThan(Col(c), Lit(v)) => all(c, v, "<")
+      case LessThan(Lit(v), Col(c)) => all(c, v, flip("<"))
+      case LessThanOrEqual(Col(c), Lit(v)) => all(c, v, "<=")
+      case LessThanOrEqual(Lit(v), Col(c)) => all(c, v, flip("<="))
+      case GreaterThan(Col(c), Lit(v)) => all(c, v, ">")
+      case GreaterThan(Lit(v), Col(c)) => all(c, v, flip(">"))
+      case GreaterThanOrEqual(Col(c), Lit(v)) => all(c, v, ">=")
+      case GreaterThanOrEqual(Lit(v), Col(c)) => all(c, v, flip(">="))
+      case _ => Literal.FalseLiteral
+    }
+  }
+
   private val predicate: Expression = dataFilters.map(rewrite).reduceOption(And).getOrElse(True)
+  private val allPredicate: Expression = dataFilters.map(rewriteAll).reduceOption(And).getOrElse(True)
   private val referenced = columns
 
   def isEmpty: Boolean = referenced.isEmpty
@@ -106,6 +146,14 @@ final class StatsSkipping private (dataSchema: StructType, dataFilters: Seq[Expr
     case Some(json) =>
       val row = Try(statsRow(ActionCodec.mapper.readTree(json))).getOrElse(null)
       row == null || predicate.eval(row) != false
+  })
+
+  /** True only when the file's statistics prove that every row of it matches the filters. */
+  def mustMatchAll(stats: Option[String]): Boolean = dataFilters.isEmpty || (stats match {
+    case None => false
+    case Some(json) =>
+      val row = Try(statsRow(ActionCodec.mapper.readTree(json))).getOrElse(null)
+      row != null && Try(allPredicate.eval(row) == true).getOrElse(false)
   })
 
   private def statsRow(root: JsonNode): InternalRow = {

@@ -2,18 +2,24 @@ package io.strata.write
 
 import io.strata.config.WriteOptions
 import io.strata.log.{AddFile, CommitResult, FilePredicate, Snapshot, TableLog}
-import io.strata.shim.{FilePredicates, SparkInternals}
+import io.strata.shim.{ConditionPredicate, FilePredicates, SparkInternals}
 import io.strata.table.TableSchema
 
 /**
- * A DELETE whose condition refers to partition columns only: it removes whole files, chosen by their partition
- * values, in a commit without any Spark job and without rewriting anything. (Spark asks the table first; any other
- * condition goes to the copy-on-write rewrite.)
+ * A DELETE that removes whole files only, in a commit without any Spark job and without rewriting anything: when
+ * its condition refers to partition columns only (files chosen by their partition values), or when the statistics
+ * of every file prove that either all of its rows match or none does. Spark asks the table first; any other DELETE
+ * goes to the copy-on-write rewrite.
  */
 object MetadataDelete {
-  /** True when every condition (SQL) refers to partition columns only. */
-  def canDelete(conditions: Seq[String], partitionColumns: Seq[String]): Boolean =
-    conditions.forall(ReplaceWhereFiles.onPartitionsOnly(_, partitionColumns))
+  /** True when the DELETE of `conditions` (SQL) on `snapshot` can remove whole files only. */
+  def canDelete(snapshot: Snapshot, conditions: Seq[String]): Boolean = {
+    val table = TableSchema.of(snapshot.metadata)
+    onPartitionsOnly(conditions, table.partitionColumns) || {
+      val p = byStatistics(snapshot, conditions)
+      snapshot.files.forall(f => !p.mayMatch(f.partitionValues, f.stats) || p.mustMatchAll(f.partitionValues, f.stats))
+    }
+  }
 
   def delete(log: TableLog, snapshot: Snapshot, conditions: Seq[String], options: WriteOptions): CommitResult = {
     val table = TableSchema.of(snapshot.metadata)
@@ -22,10 +28,17 @@ object MetadataDelete {
     val sql = conditions.map(c => s"($c)").mkString(" AND ")
     val (matched, scope) =
       if (conditions.isEmpty) (snapshot.files, FilePredicate.WholeTable)
-      else {
+      else if (onPartitionsOnly(conditions, table.partitionColumns)) {
         val matches = SparkInternals.partitionMatcher(spark, sql, table.partitionSchema)
         (snapshot.files.filter(f => matches(f.partitionValues)),
           FilePredicates.fromSql(spark, sql, table.schema, table.partitionColumns))
+      } else {
+        val p = byStatistics(snapshot, conditions)
+        val files = snapshot.files.filter(f => p.mustMatchAll(f.partitionValues, f.stats))
+        // Checked again on this very snapshot: a file that only partly matches must not be removed whole.
+        if (!canDelete(snapshot, conditions)) throw new IllegalStateException(
+          s"DELETE where $sql: some file holds both matching and other rows; it needs a rewrite")
+        (files, p)
       }
     write.rewriteRowsOf(new RowLevelRead {
       override def files: Seq[AddFile] = matched
@@ -33,5 +46,14 @@ object MetadataDelete {
       override def conditionSql: Seq[String] = conditions
     })
     write.commit(Nil)
+  }
+
+  private def onPartitionsOnly(conditions: Seq[String], partitionColumns: Seq[String]): Boolean =
+    conditions.forall(ReplaceWhereFiles.onPartitionsOnly(_, partitionColumns))
+
+  private def byStatistics(snapshot: Snapshot, conditions: Seq[String]): ConditionPredicate = {
+    val table = TableSchema.of(snapshot.metadata)
+    FilePredicates.conditionFromSql(SparkInternals.activeSession, conditions.map(c => s"($c)").mkString(" AND "),
+      table.schema, table.partitionColumns)
   }
 }

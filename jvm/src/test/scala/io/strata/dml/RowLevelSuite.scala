@@ -102,4 +102,47 @@ class RowLevelSuite extends AnyFunSuite with SparkTestSession {
     spark.sql(s"MERGE INTO $t t USING src5 s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = 'z'")
     assert(rows(spark.sql(s"SELECT v, count(*) FROM $t GROUP BY v")) == Seq(Row("x", 9L), Row("z", 1L)))
   }
+
+  /**
+   * The Spark jobs `body` runs. Listener events arrive in order: once a marker job started after `body` is seen,
+   * every job of `body` has been counted.
+   */
+  private def jobsOf(body: => Unit): Int = {
+    val jobs = new java.util.concurrent.atomic.AtomicInteger()
+    val marker = new java.util.concurrent.CountDownLatch(1)
+    val sc = spark.sparkContext
+    val listener = new org.apache.spark.scheduler.SparkListener {
+      override def onJobStart(e: org.apache.spark.scheduler.SparkListenerJobStart): Unit =
+        if (Option(e.properties).exists(_.getProperty("strata.test.marker") == "1")) marker.countDown()
+        else jobs.incrementAndGet()
+    }
+    sc.addSparkListener(listener)
+    try {
+      body
+      sc.setLocalProperty("strata.test.marker", "1")
+      try sc.parallelize(Seq(1), 1).count() finally sc.setLocalProperty("strata.test.marker", null)
+      assert(marker.await(60, java.util.concurrent.TimeUnit.SECONDS), "the marker job's start was never delivered")
+    } finally sc.removeSparkListener(listener)
+    jobs.get()
+  }
+
+  test("a DELETE that covers whole files by their statistics removes them without a job; a partial one rewrites") {
+    val t = freshTable("dml", "(id BIGINT, v STRING) USING strata")
+    (0 until 4).foreach(i => spark.sql(s"INSERT INTO $t SELECT id, 'x' FROM range(${i * 10}, ${i * 10 + 10}, 1, 1)"))
+    assert(log(t).snapshot().files.size == 4)
+    assert(jobsOf(spark.sql(s"DELETE FROM $t WHERE id < 20")) == 0)
+    val m = lastCommit(t).json.get("operationMetrics")
+    assert(m.get("numRemovedFiles").asText == "2" && m.get("numAddedFiles").asText == "0" &&
+      m.get("numDeletedRows").asText == "20", m)
+    spark.sql(s"DELETE FROM $t WHERE id < 25")
+    val m2 = lastCommit(t).json.get("operationMetrics")
+    assert(m2.get("numRemovedFiles").asText == "1" && m2.get("numAddedFiles").asText == "1" &&
+      m2.get("numDeletedRows").asText == "5", m2)
+    assert(rows(spark.sql(s"SELECT min(id), count(*) FROM $t")) == Seq(Row(25L, 15L)))
+    // NULLs in the column: the statistics cannot prove that every row matches.
+    spark.sql(s"INSERT INTO $t SELECT * FROM VALUES (NULL, 'n'), (100, 'n') AS v(id, v) DISTRIBUTE BY 1")
+    spark.sql(s"DELETE FROM $t WHERE id >= 100")
+    assert(lastCommit(t).json.get("operationMetrics").get("numAddedFiles").asText == "1")
+    assert(rows(spark.sql(s"SELECT v FROM $t WHERE v = 'n'")) == Seq(Row("n")))
+  }
 }
