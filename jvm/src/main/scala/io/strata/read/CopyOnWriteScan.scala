@@ -1,5 +1,7 @@
 package io.strata.read
 
+import java.util.OptionalLong
+
 import io.strata.log.{AddFile, FilePredicate, Snapshot}
 import io.strata.shim.{FileColumn, FilePredicates, ParquetScans, V2PredicateSql}
 import io.strata.table.TableSchema
@@ -7,7 +9,7 @@ import io.strata.write.RowLevelRead
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.expressions.{Expressions, Literal, NamedReference}
 import org.apache.spark.sql.connector.expressions.filter.Predicate
-import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan, ScanBuilder, SupportsPushDownV2Filters, SupportsRuntimeV2Filtering}
+import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan, ScanBuilder, Statistics, SupportsPushDownV2Filters, SupportsReportStatistics, SupportsRuntimeV2Filtering}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -46,7 +48,7 @@ final class CopyOnWriteScanBuilder(snapshot: Snapshot, onBuild: CopyOnWriteScan 
 
 /** See [[CopyOnWriteScanBuilder]]. `condition`: the row condition, as the read set of the operation's commit. */
 final class CopyOnWriteScan(val snapshot: Snapshot, val condition: FilePredicate, val conditionSql: Seq[String])
-    extends Scan with SupportsRuntimeV2Filtering with RowLevelRead {
+    extends Scan with SupportsRuntimeV2Filtering with SupportsReportStatistics with RowLevelRead {
   private val table = TableSchema.of(snapshot.metadata)
   private val dataSchema = StructType(table.schema.fields.filterNot(f => table.partitionColumns.contains(f.name)))
   @volatile private var selected: Seq[AddFile] = snapshot.files.filter(f => condition.mayMatch(f.partitionValues, f.stats))
@@ -66,6 +68,16 @@ final class CopyOnWriteScan(val snapshot: Snapshot, val condition: FilePredicate
   override def description(): String =
     s"Strata copy-on-write scan of ${snapshot.tablePath} v${snapshot.version}" +
       (if (conditionSql.isEmpty) "" else conditionSql.mkString(" where ", " AND ", ""))
+
+  /** From the log: the chosen files' bytes and (when every file's statistics have it) their row count. */
+  override def estimateStatistics(): Statistics = {
+    val files = selected
+    val rows = io.strata.write.RowLevelMetrics.total(files)
+    new Statistics {
+      override def sizeInBytes(): OptionalLong = OptionalLong.of(files.map(_.size).sum)
+      override def numRows(): OptionalLong = rows.fold(OptionalLong.empty())(OptionalLong.of)
+    }
+  }
 
   override def filterAttributes(): Array[NamedReference] = Array(Expressions.column(FileColumn.Name))
 
