@@ -15,8 +15,10 @@ Method
   * Workload 6 runs after the rounds of workloads 1-5, with its own warm-up and timed rounds: 4 writer applications
     per system, started once, get a common go and append; every commit and row must land. Its warm-up round is
     shorter (4 x 5 appends): delta-spark needs minutes for one cold 4 x 25 round on 2 cores.
+  * Workloads 7a-7c (DELETE, UPDATE, MERGE; bench/dml.py) run in each round after workloads 1-5, on Strata V2,
+    delta-spark and Iceberg, each statement on a fresh 100-file table of N rows created untimed just before it.
   * Anything that fails (a peer that cannot start, a workload that throws) stops the benchmark with a non-zero exit
-    status and the error. Correctness checks (rows and commits after workloads 3, 4, 5 and 6) are recorded with
+    status and the error. Correctness checks (rows and commits after workloads 3, 4, 5, 6 and 7) are recorded with
     every run and shown in latest.md; a failed check of Strata also makes the exit status non-zero, one of a peer
     is a finding about that peer (e.g. Iceberg's Hadoop catalog can lose a concurrent commit on a local file
     system, whose rename is not atomic across processes) and is reported as such.
@@ -227,7 +229,7 @@ class Bench:
                 "check": verify}
 
     def round(self, rnd: int) -> None:
-        """Workloads 1-5 on every system."""
+        """Workloads 1-5 and 7 on every system."""
         for workload in self.workloads:
             if workload.key == "concurrent":
                 continue
