@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
+from spec import DML_KEYS as WORKLOADS
+
 Json = dict[str, Any]
-WORKLOADS = ("delete", "update", "merge")
 PROPERTIES = {
     "strata-v2": (),  # copy-on-write is Strata's only mode; the distribution mode comes from app.StrataV1
     "delta": (("delta.enableDeletionVectors", "false"),),
@@ -91,11 +93,11 @@ def merge_source(app: ModuleType, server: Any, rnd: int) -> None:
 def last_commit(server: Any, t: Any) -> Json:
     """Data files the statement's commit removed and added, and what copy-on-write must not write."""
     if server.system == "iceberg":
-        row = server.spark.sql(f"SELECT summary FROM {t.ref}.snapshots ORDER BY committed_at DESC LIMIT 1") \
-            .collect()[0]
+        row = server.spark.sql(f"SELECT operation, summary FROM {t.ref}.snapshots ORDER BY committed_at DESC "
+                               "LIMIT 1").collect()[0]
         summary = dict(row["summary"])
         return {"removed": int(summary.get("deleted-data-files", 0)), "added": int(summary.get("added-data-files", 0)),
-                "delete_files": int(summary.get("added-delete-files", 0)), "operation": summary.get("operation")}
+                "delete_files": int(summary.get("added-delete-files", 0)), "operation": row["operation"]}
     logs = t.path / "_delta_log"
     version = max(int(f.name[:-5]) for f in logs.iterdir() if f.name.endswith(".json") and f.name[:-5].isdigit())
     out: Json = {"version": version, "removed": 0, "added": 0, "deletion_vectors": 0, "operation": None}
@@ -116,6 +118,7 @@ def run(server: Any, workload: str, rnd: int, app: ModuleType) -> Json:
     from pyspark.sql import functions as F
     e, s, spark = server.engine, server.sizes, server.spark
     n = s.rows
+    setup = time.perf_counter()
     t = replace(e.table(f"dml_{workload}_r{rnd}", False), properties=PROPERTIES[server.system])
     e.drop(t)
     e.create(t)
@@ -124,8 +127,10 @@ def run(server: Any, workload: str, rnd: int, app: ModuleType) -> Json:
     if workload == "merge":
         merge_source(app, server, rnd)
     sql = statement(workload, t.ref, n)
+    setup_s = time.perf_counter() - setup
     with app.Measured(server.memory, e, t) as m:
         spark.sql(sql).collect()
+    check = time.perf_counter()
     a, b, _ = bounds(n)
     mark = MARK[workload]
     marked = F.col("s").startswith(mark) if mark else F.lit(False)
@@ -142,6 +147,7 @@ def run(server: Any, workload: str, rnd: int, app: ModuleType) -> Json:
     ok = (got == want and files_before == s.dml_files and cow and commit["removed"] > 0
           and range_rows == (0 if workload == "delete" else b - a))
     m.result["statement"] = sql
+    m.result["setup_s"] = setup_s  # untimed: the table and the MERGE source
     m.result["commit"] = commit
     m.result["check"] = {"ok": ok, **got, **{f"expected_{k}": v for k, v in want.items()},
                          "range_rows": range_rows, "files_before": files_before,
@@ -150,4 +156,5 @@ def run(server: Any, workload: str, rnd: int, app: ModuleType) -> Json:
     if workload == "merge":
         spark.catalog.dropTempView("dml_src")
         shutil.rmtree(server.root / "dml-src", ignore_errors=True)
+    m.result["check_s"] = time.perf_counter() - check  # untimed: the check and the clean-up
     return m.result

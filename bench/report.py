@@ -107,7 +107,9 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
                 "error. Iceberg documents the Hadoop catalog as safe only on file systems with atomic rename.")
         add("")
     add(f"N = **{sizes['rows']:,} rows** per bulk append (scale {record['scale']}; scale 1 = 20,000,000), "
-        f"{record['rounds']} timed rounds after 1 discarded warm-up round, systems interleaved in an order rotated "
+        f"{record['rounds']} timed rounds after 1 discarded warm-up round"
+        + (f" (workloads 7: {record['dml_rounds']})" if record.get("dml_rounds", record["rounds"]) != record["rounds"]
+           else "") + ", systems interleaved in an order rotated "
         "every round. Times are wall-clock seconds of the operation alone (median, min, max over the timed "
         "rounds); CPU s is the CPU time the system's JVM(s) used meanwhile (median; workload 6: its 4 writers "
         "together). "
@@ -136,7 +138,8 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
         cells = []
         for base in ("parquet",) + PEERS:
             for mine in STRATA:
-                cells.append(fmt_ratio(s.ratio(w["key"], mine, base)) if base in w["systems"] else "n/a")
+                applies = base in w["systems"] and mine in w["systems"]
+                cells.append(fmt_ratio(s.ratio(w["key"], mine, base)) if applies else "n/a")
         order = [cells[0], cells[1], cells[2], cells[3], cells[4], cells[5]]
         add(f"| {w['title']} | " + " | ".join(order) + " |")
     add("")
@@ -216,6 +219,13 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
             row += f" {peak:.0f} |" if peak is not None else " |"
             add(row)
         add("")
+        if key in DML:
+            spent = [(r["setup_s"], r["check_s"]) for r in s.timed if r["workload"] == key and "setup_s" in r]
+            if spent:
+                add(f"Untimed around each statement (median over systems and rounds): table (and MERGE source) "
+                    f"{statistics.median(x for x, _ in spent):.1f} s, check and clean-up "
+                    f"{statistics.median(y for _, y in spent):.1f} s.")
+                add("")
         if key == "small_appends":
             add("Median latency (s) against commit number (version), over the timed rounds; checkpoints are written "
                 "after versions 10, 20, ... by Strata and delta-spark.")

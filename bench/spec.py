@@ -42,6 +42,7 @@ class Workload:
     systems: tuple[str, ...]
     not_applicable: str | dict[str, str] = ""  # one reason for all, or one per system
     control: bool = False  # the noop control runs too
+    dml: bool = False  # workloads 7: timed in the first `--dml-rounds` rounds only
 
 
 NO_LOG = "n/a: no transaction log"
@@ -71,15 +72,17 @@ WORKLOADS: tuple[Workload, ...] = (
              "4 writer processes per system (each its own Spark application, started before the workload's first "
              "round) get the same go and append 25 x 1,000 rows each to one new table", SYSTEMS[1:], NO_LOG),
     Workload("delete", "7a. DELETE 1%", f"`DELETE FROM t WHERE id >= A AND id < A + N/100` {DML_TABLE}",
-             DML_SYSTEMS, NO_DML),
+             DML_SYSTEMS, NO_DML, dml=True),
     Workload("update", "7b. UPDATE 1%", "`UPDATE t SET s = concat('updated-', s), amt = amt + 1 WHERE id >= A AND "
-             f"id < A + N/100` {DML_TABLE}", DML_SYSTEMS, NO_DML),
+             f"id < A + N/100` {DML_TABLE}", DML_SYSTEMS, NO_DML, dml=True),
     Workload("merge", "7c. MERGE 1% updates + 0.1% inserts",
              "`MERGE INTO t USING src ON t.id = src.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *` "
              "with src = the N/100 ids [A, A + N/100) with new values and N/1000 new ids [N, N + N/1000) (Parquet, "
-             f"written untimed) {DML_TABLE}", DML_SYSTEMS, NO_DML),
+             f"written untimed) {DML_TABLE}", DML_SYSTEMS, NO_DML, dml=True),
 )
 WORKLOAD_KEYS = tuple(w.key for w in WORKLOADS)
+DML_KEYS = tuple(w.key for w in WORKLOADS if w.dml)
+DEFAULT_DML_ROUNDS = 3
 
 
 @dataclass(frozen=True)
@@ -148,7 +151,9 @@ SETTINGS_NOTES = (
     "warm-up alone took 155 s in the 2026-11-23 run) plus timed rounds, systems interleaved as elsewhere: its 16 "
     "writer applications (4 per system) are started once before and stay up (idle when it is not their system's "
     "turn); its time runs from the go (one command to each writer, back to back) to the last append's end.",
-    "Workloads 7 (DELETE, UPDATE, MERGE; bench/dml.py) run in every round after workload 4, on a fresh table per "
+    "Workloads 7 (DELETE, UPDATE, MERGE; bench/dml.py) run after workload 4 in the warm-up round and the first "
+    f"`--dml-rounds` timed rounds (default {DEFAULT_DML_ROUNDS}, at most `--rounds`: each statement needs a fresh "
+    "table, built untimed, which keeps the DML part of a default run short), on a fresh table per "
     "statement: created and filled untimed (one append of N rows from 100 input slices, no shuffle: 100 files of "
     "N/100 consecutive ids; the check requires exactly 100), then the one SQL statement is timed. Copy-on-write on "
     "every system: delta-spark `delta.enableDeletionVectors=false` (set explicitly), Iceberg "
