@@ -31,9 +31,10 @@ from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
-from spec import DML_KEYS as WORKLOADS
+from spec import DML_KEYS
 
 Json = dict[str, Any]
+WORKLOADS = DML_KEYS
 PROPERTIES = {
     "strata-v2": (),  # copy-on-write is Strata's only mode; the distribution mode comes from app.StrataV1
     "delta": (("delta.enableDeletionVectors", "false"),),
@@ -156,5 +157,6 @@ def run(server: Any, workload: str, rnd: int, app: ModuleType) -> Json:
     if workload == "merge":
         spark.catalog.dropTempView("dml_src")
         shutil.rmtree(server.root / "dml-src", ignore_errors=True)
-    m.result["check_s"] = time.perf_counter() - check  # untimed: the check and the clean-up
-    return m.result
+    result: Json = m.result
+    result["check_s"] = time.perf_counter() - check  # untimed: the check and the clean-up
+    return result
