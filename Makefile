@@ -119,13 +119,15 @@ $(VENV)/.installed: $(WHEEL)
 ## bench: Strata (V1 and V2 paths) against Spark Parquet, delta-spark and Iceberg; not part of `make test`.
 ## The committed default run took 58.7 minutes on 2 cores, 33 of them delta-spark's (see README).
 ## SCALE (or BENCH_SCALE) multiplies the rows of the bulk writes (default 0.1; SCALE=1: 20M rows per append);
-## ROUNDS (or BENCH_ROUNDS) timed rounds after the warm-up.
+## ROUNDS (or BENCH_ROUNDS) timed rounds after the warm-up; DML_ROUNDS (or BENCH_DML_ROUNDS) those of workloads 7
+## (DELETE/UPDATE/MERGE, default 3: each statement needs a fresh table, built untimed).
 ## For a quick look after a change (results marked partial): SYSTEMS=strata-v1,strata-v2 WORKLOADS=append,part100.
 ## Results: bench/results/<date>.json, latest.md, latest.png.
 BENCH_SCALE  ?=
 BENCH_ROUNDS ?= 5
 SCALE        ?= $(BENCH_SCALE)
 ROUNDS       ?= $(BENCH_ROUNDS)
+DML_ROUNDS   ?= $(BENCH_DML_ROUNDS)
 # Peer versions: keep in step with bench/spec.py. delta-spark 4.4.1 is not on Maven Central; 4.4.0 is its newest 4.4.x.
 BENCH_DELTA_VERSION   := 4.4.0
 BENCH_ICEBERG_VERSION := 1.11.0
@@ -135,7 +137,7 @@ BENCH_JARS := $(BENCH_JARS_DIR)/delta-spark_4.1_2.13-$(BENCH_DELTA_VERSION).jar 
               $(BENCH_JARS_DIR)/iceberg-spark-runtime-4.1_2.13-$(BENCH_ICEBERG_VERSION).jar
 
 bench: build bench-jars $(VENV)/.bench-deps
-	$(VPY) bench/run.py $(if $(SCALE),--scale $(SCALE)) --rounds $(ROUNDS) \
+	$(VPY) bench/run.py $(if $(SCALE),--scale $(SCALE)) --rounds $(ROUNDS) $(if $(DML_ROUNDS),--dml-rounds $(DML_ROUNDS)) \
 	  $(if $(SYSTEMS),--systems $(SYSTEMS)) $(if $(WORKLOADS),--workloads $(WORKLOADS))
 
 ## bench-jars: the benchmark's peer jars (one artifact each, no dependencies) from Maven Central into bench/cache/jars

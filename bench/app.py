@@ -29,6 +29,7 @@ from typing import Any, Callable, TextIO
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+import dml
 from spec import (COMMON_CONF, DELTA_JARS, DISTRIBUTION, DRIVER_MEMORY, ICEBERG_JARS, ICEBERG_TABLE_PROPERTIES,
                   MASTER, WRITER_DRIVER_MEMORY, Sizes)
 
@@ -76,6 +77,7 @@ class Table:
     path: Path  # the table's directory
     ref: str  # how SQL and DataFrameWriterV2 name it
     partitioned: bool
+    properties: tuple[tuple[str, str], ...] = ()  # extra table properties of CREATE TABLE (workloads 7)
 
 
 class Engine:
@@ -117,6 +119,12 @@ class Engine:
         return COLUMNS + (", p INT" if t.partitioned else "")
 
 
+def tblproperties(props: dict[str, str]) -> str:
+    """A CREATE TABLE's TBLPROPERTIES clause ("" for none)."""
+    pairs = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
+    return f" TBLPROPERTIES ({pairs})" if props else ""
+
+
 class Parquet(Engine):
     def create(self, t: Table) -> None:
         pass  # a directory; the first write creates it
@@ -147,7 +155,7 @@ class PathFormat(Engine):
 
     def properties(self, t: Table) -> str:
         """The CREATE TABLE's TBLPROPERTIES clause, if any."""
-        return ""
+        return tblproperties(dict(t.properties))
 
     def create(self, t: Table) -> None:
         part = " PARTITIONED BY (p)" if t.partitioned else ""
@@ -169,7 +177,7 @@ class StrataV1(PathFormat):
     fmt = "strata"
 
     def properties(self, t: Table) -> str:
-        return f" TBLPROPERTIES ('write.distribution-mode' = '{DISTRIBUTION[t.partitioned]}')"
+        return tblproperties({"write.distribution-mode": DISTRIBUTION[t.partitioned], **dict(t.properties)})
 
 
 class CatalogWrites(Engine):
@@ -212,9 +220,9 @@ class Iceberg(CatalogWrites, Engine):
 
     def create(self, t: Table) -> None:
         part = " PARTITIONED BY (p)" if t.partitioned else ""
-        props = dict(ICEBERG_TABLE_PROPERTIES, **{"write.distribution-mode": DISTRIBUTION[t.partitioned]})
-        props_sql = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
-        self.spark.sql(f"CREATE TABLE {t.ref} ({self.ddl(t)}) USING iceberg{part} TBLPROPERTIES ({props_sql})")
+        props = dict(ICEBERG_TABLE_PROPERTIES, **{"write.distribution-mode": DISTRIBUTION[t.partitioned]},
+                     **dict(t.properties))
+        self.spark.sql(f"CREATE TABLE {t.ref} ({self.ddl(t)}) USING iceberg{part}{tblproperties(props)}")
 
     def commits(self, t: Table) -> int:
         return int(self.spark.sql(f"SELECT count(*) FROM {t.ref}.snapshots").collect()[0][0])
@@ -417,6 +425,8 @@ class Server:
             appends = s.snapshot_commits - 1
             m.result["check"] = {"ok": rows == appends, "rows": rows, "expected_rows": appends}
             return m.result
+        if workload in dml.WORKLOADS:
+            return dml.run(self, workload, rnd, sys.modules[__name__])
         raise ValueError(f"unknown workload {workload}")
 
     # Workload 4's table, built once per system and version (setup) and cached in bench/cache/snapshots.
@@ -481,7 +491,7 @@ class Server:
 
     def cleanup(self, rnd: int) -> Json:
         for name in (f"append_r{rnd}", f"part100_r{rnd}", f"part1000_r{rnd}", f"small_r{rnd}",
-                     f"concurrent_r{rnd}"):
+                     f"concurrent_r{rnd}", *dml.tables(rnd)):
             for partitioned in (False, True):
                 self.engine.drop(self.engine.table(name, partitioned))
         return {}

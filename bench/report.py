@@ -15,6 +15,7 @@ from spec import CONTROL, LABELS, PEERS, STRATA, SYSTEMS
 
 Json = dict[str, Any]
 BULK = ("append", "part100", "part1000", "overwrite", "snapshot")
+DML = ("delete", "update", "merge")
 
 
 def metric(run: Json) -> float:
@@ -106,7 +107,9 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
                 "error. Iceberg documents the Hadoop catalog as safe only on file systems with atomic rename.")
         add("")
     add(f"N = **{sizes['rows']:,} rows** per bulk append (scale {record['scale']}; scale 1 = 20,000,000), "
-        f"{record['rounds']} timed rounds after 1 discarded warm-up round, systems interleaved in an order rotated "
+        f"{record['rounds']} timed rounds after 1 discarded warm-up round"
+        + (f" (workloads 7: {record['dml_rounds']})" if record.get("dml_rounds", record["rounds"]) != record["rounds"]
+           else "") + ", systems interleaved in an order rotated "
         "every round. Times are wall-clock seconds of the operation alone (median, min, max over the timed "
         "rounds); CPU s is the CPU time the system's JVM(s) used meanwhile (median; workload 6: its 4 writers "
         "together). "
@@ -135,7 +138,8 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
         cells = []
         for base in ("parquet",) + PEERS:
             for mine in STRATA:
-                cells.append(fmt_ratio(s.ratio(w["key"], mine, base)) if base in w["systems"] else "n/a")
+                applies = base in w["systems"] and mine in w["systems"]
+                cells.append(fmt_ratio(s.ratio(w["key"], mine, base)) if applies else "n/a")
         order = [cells[0], cells[1], cells[2], cells[3], cells[4], cells[5]]
         add(f"| {w['title']} | " + " | ".join(order) + " |")
     add("")
@@ -156,13 +160,16 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
             extra_head, extra_sep = " open s | count s |", "---|---|"
         if key == "concurrent":
             extra_head, extra_sep = " commits/s (min-max) | median commit s | checks |", "---|---|---|"
+        if key in DML:
+            extra_head, extra_sep = " data files removed / added (commit) | checks |", "---|---|"
         add(head + extra_head + " CPU s | data written | log written | peak RSS MiB |")
         add("|---|---|---|---|---|---|---|" + extra_sep + "---|---|---|---|")
         for system in ((CONTROL,) if has_control else ()) + SYSTEMS:
             label = LABELS[system]
             if system != CONTROL and system not in w["systems"]:
                 cols = 6 + extra_head.count("|") + 4
-                add(f"| {label} | {w['not_applicable']} |" + " |" * (cols - 1))
+                na = w["not_applicable"]
+                add(f"| {label} | {na.get(system, 'n/a') if isinstance(na, dict) else na} |" + " |" * (cols - 1))
                 continue
             runs = s.runs(key, system)
             if not runs:
@@ -191,6 +198,13 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
                     f"{r['check']['rows']:,}/{r['check']['expected_rows']:,} rows" for r in bad) + "**"
                 row += (f" {statistics.median(cps):.2f} ({min(cps):.2f}-{max(cps):.2f}) | "
                         f"{statistics.median(pooled):.3f} | {checks} |")
+            if key in DML:
+                removed = statistics.median(r["commit"]["removed"] for r in runs)
+                added = statistics.median(r["commit"]["added"] for r in runs)
+                bad = [r for r in runs if not r["check"]["ok"]]
+                checks = f"rows, files and copy-on-write in all {len(runs)} rounds" if not bad else "**" + "; ".join(
+                    f"round {r['round']}: {json.dumps(r['check'])}" for r in bad) + "**"
+                row += f" {removed:.0f} / {added:.0f} | {checks} |"
             cpu = s.median_of(key, system, "cpu_s")
             row += f" {cpu:.1f} |" if cpu is not None else " |"
             wr = s.written(key, system)
@@ -205,6 +219,13 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
             row += f" {peak:.0f} |" if peak is not None else " |"
             add(row)
         add("")
+        if key in DML:
+            spent = [(r["setup_s"], r["check_s"]) for r in s.timed if r["workload"] == key and "setup_s" in r]
+            if spent:
+                add(f"Untimed around each statement (median over systems and rounds): table (and MERGE source) "
+                    f"{statistics.median(x for x, _ in spent):.1f} s, check and clean-up "
+                    f"{statistics.median(y for _, y in spent):.1f} s.")
+                add("")
         if key == "small_appends":
             add("Median latency (s) against commit number (version), over the timed rounds; checkpoints are written "
                 "after versions 10, 20, ... by Strata and delta-spark.")
@@ -232,8 +253,12 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
     add("- Files written: files new or changed in the table's directory after the timed operation; log = "
         "`_delta_log/` (Strata, delta-spark), `metadata/` (Iceberg), `_SUCCESS` (Spark Parquet); Hadoop's hidden "
         "`.crc` side files are counted apart in the JSON.")
-    add("- Not yet measured: MERGE/UPDATE/DELETE and streaming writes (Strata does not implement them yet); the "
-        "harness takes a new workload as one more entry in bench/spec.py and one more branch in bench/app.py.")
+    add("- Workloads 7 (DML): data files removed / added are counted in the statement's commit (the `remove` and "
+        "`add` actions of its `_delta_log` version; Iceberg: the snapshot summary's `deleted-data-files` and "
+        "`added-data-files`); its check also requires 100 data files before the statement and no deletion vector "
+        "(delta-spark) or delete file (Iceberg) in the commit.")
+    add("- Not yet measured: streaming writes; the harness takes a new workload as one more entry in bench/spec.py "
+        "and one more branch in bench/app.py (or its own module, as bench/dml.py).")
     add("")
     return "\n".join(out)
 
@@ -250,13 +275,13 @@ def chart(record: Json, s: Summary, path: Path) -> None:
 
     colors = {"noop": "#bbbbbb", "parquet": "#555555", "strata-v1": "#1f77b4", "strata-v2": "#6baed6",
               "delta": "#2ca02c", "iceberg": "#ff7f0e"}
-    fig, axes = plt.subplots(1, 3, figsize=(18, 5.5), gridspec_kw={"width_ratios": [2.2, 1.4, 1]})
+    fig, axes = plt.subplots(1, 3, figsize=(18, 5.5), gridspec_kw={"width_ratios": [3, 1.4, 1]})
     ax = axes[0]
     systems = (CONTROL,) + SYSTEMS
     width = 0.8 / len(systems)
     for i, system in enumerate(systems):
         xs, meds, lo, hi = [], [], [], []
-        for j, key in enumerate(BULK):
+        for j, key in enumerate(BULK + DML):
             vals = s.values(key, system)
             if not vals:
                 continue
@@ -267,12 +292,13 @@ def chart(record: Json, s: Summary, path: Path) -> None:
             hi.append(max(vals) - med)
         ax.bar(xs, meds, width, yerr=[lo, hi], capsize=2, label=LABELS[system], color=colors[system])
     short = {"append": "1. append", "part100": "2a. append,\n100 partitions", "part1000": "2b. append,\n1,000 partitions",
-             "overwrite": "5. overwrite\none partition", "snapshot": "4. open + count,\n1,000 commits"}
-    ax.set_xticks(range(len(BULK)), [short[k] for k in BULK], fontsize=8)
-    if any(s.values(k, x) for k in BULK for x in systems):
+             "overwrite": "5. overwrite\none partition", "snapshot": "4. open + count,\n1,000 commits",
+             "delete": "7a. DELETE 1%", "update": "7b. UPDATE 1%", "merge": "7c. MERGE 1%\n+ 0.1% inserts"}
+    ax.set_xticks(range(len(BULK + DML)), [short[k] for k in BULK + DML], fontsize=8)
+    if any(s.values(k, x) for k in BULK + DML for x in systems):
         ax.set_yscale("log")
     ax.set_ylabel("seconds (median, min-max), log scale")
-    ax.set_title(f"Bulk writes (N = {record['sizes']['rows']:,} rows) and snapshot load")
+    ax.set_title(f"Bulk writes (N = {record['sizes']['rows']:,} rows), snapshot load, DML")
     ax.legend(fontsize=8)
 
     ax = axes[1]

@@ -15,8 +15,10 @@ Method
   * Workload 6 runs after the rounds of workloads 1-5, with its own warm-up and timed rounds: 4 writer applications
     per system, started once, get a common go and append; every commit and row must land. Its warm-up round is
     shorter (4 x 5 appends): delta-spark needs minutes for one cold 4 x 25 round on 2 cores.
+  * Workloads 7a-7c (DELETE, UPDATE, MERGE; bench/dml.py) run in each round after workloads 1-5, on Strata V2,
+    delta-spark and Iceberg, each statement on a fresh 100-file table of N rows created untimed just before it.
   * Anything that fails (a peer that cannot start, a workload that throws) stops the benchmark with a non-zero exit
-    status and the error. Correctness checks (rows and commits after workloads 3, 4, 5 and 6) are recorded with
+    status and the error. Correctness checks (rows and commits after workloads 3, 4, 5, 6 and 7) are recorded with
     every run and shown in latest.md; a failed check of Strata also makes the exit status non-zero, one of a peer
     is a finding about that peer (e.g. Iceberg's Hadoop catalog can lose a concurrent commit on a local file
     system, whose rename is not atomic across processes) and is reported as such.
@@ -28,6 +30,8 @@ Knobs
                           on 2 cores: the committed default run (bench/results/2026-11-23.json) took 58.7 minutes,
                           33 of them delta-spark's (27 in workload 6, about 5 minutes a round).
   --rounds / BENCH_ROUNDS timed rounds after the warm-up (default 5).
+  --dml-rounds / BENCH_DML_ROUNDS  timed rounds of workloads 7 (default 3, at most --rounds): each of its statements
+                          needs a fresh table of N rows, built untimed, so they cost more wall time than they show.
   --out                   results folder (default bench/results): <date>.json (every raw run), latest.md, latest.png.
 
 Usage: .venv/bin/python bench/run.py [--scale S] [--rounds R]      (or: make bench SCALE=S ROUNDS=R)
@@ -49,7 +53,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import report
-from spec import (CONTROL, DELTA_JARS, DELTA_VERSION, DELTA_VERSION_REQUESTED, DISTRIBUTION, DRIVER_MEMORY,
+from spec import (CONTROL, DEFAULT_DML_ROUNDS, DELTA_JARS, DELTA_VERSION, DELTA_VERSION_REQUESTED, DISTRIBUTION, DRIVER_MEMORY,
                   COMMON_CONF, ICEBERG_JARS, ICEBERG_TABLE_PROPERTIES, ICEBERG_VERSION, MASTER, SETTINGS_NOTES,
                   STRATA, SYSTEMS, WORKLOADS, WRITER_DRIVER_MEMORY, Sizes, Workload)
 
@@ -135,8 +139,8 @@ def machine() -> Json:
 
 class Bench:
     def __init__(self, sizes: Sizes, rounds: int, jars: Path, systems: tuple[str, ...],
-                 workloads: tuple[Workload, ...]) -> None:
-        self.sizes, self.rounds, self.jars = sizes, rounds, jars
+                 workloads: tuple[Workload, ...], dml_rounds: int) -> None:
+        self.sizes, self.rounds, self.jars, self.dml_rounds = sizes, rounds, jars, dml_rounds
         self.systems, self.workloads = systems, workloads
         self.run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         self.work = CACHE / "work" / self.run_id
@@ -227,9 +231,9 @@ class Bench:
                 "check": verify}
 
     def round(self, rnd: int) -> None:
-        """Workloads 1-5 on every system."""
+        """Workloads 1-5 and 7 on every system."""
         for workload in self.workloads:
-            if workload.key == "concurrent":
+            if workload.key == "concurrent" or (workload.dml and rnd > self.dml_rounds):
                 continue
             for system in rotate(((CONTROL,) if workload.control else ()) + self.systems, rnd):
                 if system == CONTROL:
@@ -289,6 +293,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", type=float, default=float(os.environ.get("BENCH_SCALE") or DEFAULT_SCALE))
     ap.add_argument("--rounds", type=int, default=int(os.environ.get("BENCH_ROUNDS") or 5))
+    ap.add_argument("--dml-rounds", type=int,
+                    default=int(os.environ.get("BENCH_DML_ROUNDS") or DEFAULT_DML_ROUNDS),
+                    help=f"timed rounds of workloads 7 (DML), at most --rounds (default {DEFAULT_DML_ROUNDS})")
     ap.add_argument("--out", type=Path, default=BENCH / "results")
     ap.add_argument("--jars", type=Path, default=CACHE / "jars")
     ap.add_argument("--systems", help="development only: a comma-separated subset (parquet always runs); "
@@ -296,8 +303,9 @@ def main() -> int:
     ap.add_argument("--workloads", help="development only: a comma-separated subset of "
                                         + ",".join(w.key for w in WORKLOADS) + "; the results are marked partial")
     args = ap.parse_args()
-    if args.rounds < 1:
-        ap.error("--rounds must be at least 1")
+    if args.rounds < 1 or args.dml_rounds < 1:
+        ap.error("--rounds and --dml-rounds must be at least 1")
+    dml_rounds = min(args.dml_rounds, args.rounds)
     systems: tuple[str, ...] = SYSTEMS
     workloads: tuple[Workload, ...] = WORKLOADS
     if args.systems:
@@ -315,7 +323,7 @@ def main() -> int:
     check_jars(args.jars)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up the applications on `kill`
     shutil.rmtree(CACHE / "work", ignore_errors=True)  # what an interrupted run left
-    bench = Bench(sizes, args.rounds, args.jars, systems, workloads)
+    bench = Bench(sizes, args.rounds, args.jars, systems, workloads, dml_rounds)
     started = dt.datetime.now(dt.timezone.utc)
     host = machine()
     print(f"benchmark {bench.run_id}: scale {args.scale} (N = {sizes.rows:,} rows), {args.rounds} rounds after a "
@@ -344,6 +352,7 @@ def main() -> int:
         "default_scale": DEFAULT_SCALE,
         "sizes": sizes.to_json(),
         "rounds": args.rounds,
+        "dml_rounds": dml_rounds,
         "partial": systems != SYSTEMS or workloads != WORKLOADS,
         "systems_run": list(systems),
         "warmup_rounds": 1,

@@ -40,11 +40,19 @@ class Workload:
     definition: str
     # Systems that run it; any other system is reported with `not_applicable` (never silently missing).
     systems: tuple[str, ...]
-    not_applicable: str = ""
+    not_applicable: str | dict[str, str] = ""  # one reason for all, or one per system
     control: bool = False  # the noop control runs too
+    dml: bool = False  # workloads 7: timed in the first `--dml-rounds` rounds only
 
 
 NO_LOG = "n/a: no transaction log"
+DML_SYSTEMS = ("strata-v2", "delta", "iceberg")
+# Strata's DML is SQL on the table, which Spark plans through the catalog (the V2 path) whichever writer built it:
+# a Strata V1 row would run the very same statement as Strata V2.
+NO_DML = {"parquet": "n/a: no row-level operations",
+          "strata-v1": "n/a: DML runs through the catalog (V2 path): see Strata V2"}
+DML_TABLE = ("on a fresh table of N rows (workload 1's data, ids ordered) in 100 files of N/100 consecutive ids, "
+             "unpartitioned, copy-on-write; A = N/2 + N/200, so the range covers half of each of 2 files")
 
 WORKLOADS: tuple[Workload, ...] = (
     Workload("append", "1. Unpartitioned append",
@@ -63,8 +71,18 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("concurrent", "6. 4 concurrent writers x 25 appends",
              "4 writer processes per system (each its own Spark application, started before the workload's first "
              "round) get the same go and append 25 x 1,000 rows each to one new table", SYSTEMS[1:], NO_LOG),
+    Workload("delete", "7a. DELETE 1%", f"`DELETE FROM t WHERE id >= A AND id < A + N/100` {DML_TABLE}",
+             DML_SYSTEMS, NO_DML, dml=True),
+    Workload("update", "7b. UPDATE 1%", "`UPDATE t SET s = concat('updated-', s), amt = amt + 1 WHERE id >= A AND "
+             f"id < A + N/100` {DML_TABLE}", DML_SYSTEMS, NO_DML, dml=True),
+    Workload("merge", "7c. MERGE 1% updates + 0.1% inserts",
+             "`MERGE INTO t USING src ON t.id = src.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *` "
+             "with src = the N/100 ids [A, A + N/100) with new values and N/1000 new ids [N, N + N/1000) (Parquet, "
+             f"written untimed) {DML_TABLE}", DML_SYSTEMS, NO_DML, dml=True),
 )
 WORKLOAD_KEYS = tuple(w.key for w in WORKLOADS)
+DML_KEYS = tuple(w.key for w in WORKLOADS if w.dml)
+DEFAULT_DML_ROUNDS = 3
 
 
 @dataclass(frozen=True)
@@ -80,6 +98,7 @@ class Sizes:
     writer_warmup_appends: int = 5  # workload 6's warm-up round: 4 x 5 appends (delta-spark: minutes per full round)
     writer_rows: int = 1000
     slices: int = 2  # input partitions of every bulk write (= cores): 2 write tasks without a shuffle
+    dml_files: int = 100  # workloads 7: the table's files (input slices of its one append, N/100 ids each)
 
     @staticmethod
     def of(scale: float) -> Sizes:
@@ -132,4 +151,16 @@ SETTINGS_NOTES = (
     "warm-up alone took 155 s in the 2026-11-23 run) plus timed rounds, systems interleaved as elsewhere: its 16 "
     "writer applications (4 per system) are started once before and stay up (idle when it is not their system's "
     "turn); its time runs from the go (one command to each writer, back to back) to the last append's end.",
+    "Workloads 7 (DELETE, UPDATE, MERGE; bench/dml.py) run after workload 4 in the warm-up round and the first "
+    f"`--dml-rounds` timed rounds (default {DEFAULT_DML_ROUNDS}, at most `--rounds`: each statement needs a fresh "
+    "table, built untimed, which keeps the DML part of a default run short), on a fresh table per "
+    "statement: created and filled untimed (one append of N rows from 100 input slices, no shuffle: 100 files of "
+    "N/100 consecutive ids; the check requires exactly 100), then the one SQL statement is timed. Copy-on-write on "
+    "every system: delta-spark `delta.enableDeletionVectors=false` (set explicitly), Iceberg "
+    "`write.delete.mode`/`write.update.mode`/`write.merge.mode=copy-on-write` (its DML distribution modes at their "
+    "defaults), Strata (copy-on-write only) as in the other V2 workloads. Each system skips files by its own "
+    "min/max statistics (delta-spark: collected during the write; Iceberg: its default metrics; Strata: Parquet "
+    "footers); Spark's runtime group filter (on by default) applies to Strata and Iceberg, which plan through "
+    "Spark's row-level operations; delta-spark plans its own commands. The MERGE source is a 2-file Parquet "
+    "table written untimed and read through a temporary view.",
 )
