@@ -32,6 +32,8 @@ class DmlConcurrencySuite extends AnyFunSuite with DmlTestSupport {
     assert(stray.isEmpty, s"the failed statement left files behind: $stray")
   }
 
+  private def ids(i: Long*): Seq[Row] = i.map(Row(_)).sortBy(_.toString)
+
   private val upsert = Seq((1L, "new", "a"), (5L, "ins", "a"))
   private def merge(t: String, view: String): Unit = spark.sql(
     s"""MERGE INTO $t t USING $view s ON t.id = s.id AND t.p = 'a'
@@ -150,5 +152,45 @@ class DmlConcurrencySuite extends AnyFunSuite with DmlTestSupport {
     raced(spark.sql(s"DELETE FROM $t WHERE id = 3")) { spark.sql(s"UPDATE $t SET v = 'u' WHERE id = 1 AND p = 'a'") }
     assert(version(t) == 3)
     assert(rowsOf(t) == Seq(Row(1L, "u", "a"), Row(2L, "x", "a"), Row(4L, "x", "b")))
+  }
+
+  test("UPDATE by a data column vs an append: a new matching row conflicts (statistics), a non-matching one commits") {
+    val t = newTable()
+    raced(spark.sql(s"INSERT INTO $t VALUES (99, 'r', 'a')")) { spark.sql(s"UPDATE $t SET v = 'u' WHERE id = 1") }
+    assert(rowsOf(t) == Seq(Row(1L, "u", "a"), Row(2L, "x", "a"), Row(3L, "x", "b"), Row(4L, "x", "b"),
+      Row(99L, "r", "a")))
+    val v = version(t)
+    // The appended row has id 2: an UPDATE after it would have changed it too.
+    val e = intercept[Exception](raced(spark.sql(s"INSERT INTO $t VALUES (2, 'r', 'b')")) {
+      spark.sql(s"UPDATE $t SET v = 'w' WHERE id = 2")
+    })
+    assert(causeOf[ConcurrentAppendException](e).winningVersion == v + 1)
+    assert(rowsOf(t) == Seq(Row(1L, "u", "a"), Row(2L, "r", "b"), Row(2L, "x", "a"), Row(3L, "x", "b"),
+      Row(4L, "x", "b"), Row(99L, "r", "a")))
+  }
+
+  test("MERGE whose source reads the target (p=b) vs an append into p=b: ConcurrentAppendException") {
+    val t = newTable()
+    // Copies p=b's rows into p=a under new ids: a serial order after the append would have copied id 20 too.
+    val copy = s"MERGE INTO $t t USING (SELECT id + 100 AS id, v, 'a' AS p FROM $t WHERE p = 'b') s " +
+      "ON t.id = s.id AND t.p = 'a' WHEN NOT MATCHED THEN INSERT *"
+    val e = intercept[Exception](raced(spark.sql(s"INSERT INTO $t VALUES (20, 'r', 'b')"))(spark.sql(copy)))
+    causeOf[ConcurrentAppendException](e)
+    assert(rowsOf(t, "id") == ids(1, 2, 3, 4, 20))
+    spark.sql(copy)
+    assert(rowsOf(t, "id") == ids(1, 2, 3, 4, 20, 103, 104, 120))
+  }
+
+  test("idempotent DELETE while a run of the same application commits its version: skipped, no file left behind") {
+    val t = newTable()
+    val files = dataFiles(t)
+    val rival = () => log(t).startTransaction().commit(Seq(SetTransaction("job", 3L, None)), Operation("WRITE"))
+    spark.conf.set("spark.strata.txnAppId", "job")
+    spark.conf.set("spark.strata.txnVersion", "3")
+    try raced(rival())(spark.sql(s"DELETE FROM $t WHERE id = 1"))
+    finally { spark.conf.unset("spark.strata.txnAppId"); spark.conf.unset("spark.strata.txnVersion") }
+    assert(version(t) == 2 && lastCommit(t).operation.contains("WRITE"))
+    assert(rowsOf(t, "id") == ids(1, 2, 3, 4))
+    assert(dataFiles(t) == files, "the skipped DELETE's files were deleted")
   }
 }

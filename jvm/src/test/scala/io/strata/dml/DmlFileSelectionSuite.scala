@@ -47,6 +47,7 @@ class DmlFileSelectionSuite extends AnyFunSuite with DmlTestSupport {
     val (adds, removes) = assertRewrote(t, before, 4242L)
     assert(removes.size == 1 && adds.size == 1, s"adds $adds removes $removes")
     assert(metric(t, "numRemovedFiles") == 1 && metric(t, "numAddedFiles") == 1)
+    assert(metric(t, "numUpdatedRows") == 1 && metric(t, "numCopiedRows") == 99)
     assert(log(t).snapshot().files.size == 100)
     assert(rows(spark.sql(s"SELECT v, count(*) FROM $t GROUP BY v")) == Seq(Row("u", 1L), Row("v", 9999L)))
     assert(rows(spark.sql(s"SELECT id FROM $t WHERE v = 'u'")) == Seq(Row(4242L)))

@@ -38,14 +38,23 @@ class DmlMetricsSuite extends AnyFunSuite with DmlTestSupport {
     assert(m("strataRowsWritten") == 17)
   }
 
-  test("UPDATE: added and removed files on the write node; no row count Spark did not give is shown") {
+  test("UPDATE: updated and copied rows, added and removed files on the write node, as in commitInfo") {
     val t = table()
-    val m = nodeMetrics(spark.sql(s"UPDATE $t SET v = 'u' WHERE id = 3"))
+    val m = nodeMetrics(spark.sql(s"UPDATE $t SET v = 'u' WHERE id IN (3, 5, 6)"))
     val c = commitMetrics(t)
-    assert(c("numRemovedFiles") == 1 && c("numAddedFiles") == 1, c)
-    assert(m("numRemovedFiles") == 1 && m("numAddedFiles") == 1, m)
-    assert(!m.contains("numDeletedRows") && !m.contains("numUpdatedRows"), m)
-    assert(m("strataRowsWritten") == 10)
+    assert(c("numUpdatedRows") == 3 && c("numCopiedRows") == 17 && c("numRemovedFiles") == 2 && c("numAddedFiles") == 2, c)
+    for (k <- Seq("numUpdatedRows", "numCopiedRows", "numRemovedFiles", "numAddedFiles")) assert(m(k) == c(k), k)
+    assert(!m.contains("numDeletedRows"), m)
+    assert(m("strataRowsWritten") == 20)
+    // A condition with a subquery (Spark plans a union of changed and copied rows) and a partition move.
+    spark.sql(s"UPDATE $t SET v = 'w', p = 'moved' WHERE id IN (SELECT id FROM range(0, 20) WHERE id % 5 = 0)")
+    val c2 = commitMetrics(t)
+    assert(c2("numUpdatedRows") == 4 && c2("numCopiedRows") == 16, c2)
+    assert(rows(spark.sql(s"SELECT id FROM $t WHERE p = 'moved' AND v = 'w'")) ==
+      Seq(0L, 10L, 15L, 5L).map(org.apache.spark.sql.Row(_)))
+    // Matching nothing: nothing updated.
+    spark.sql(s"UPDATE $t SET v = 'z' WHERE v = 'nothing'")
+    assert(rows(spark.sql(s"SELECT count(*) FROM $t WHERE v = 'z'")) == Seq(org.apache.spark.sql.Row(0L)))
   }
 
   test("MERGE: inserted, updated, deleted and copied target rows and target files on the write node") {

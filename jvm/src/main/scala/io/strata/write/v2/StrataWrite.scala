@@ -66,8 +66,8 @@ final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: Table
       new TargetRowsDeletedMetric, new TargetRowsCopiedMetric, new TargetFilesAddedMetric, new TargetFilesRemovedMetric)
     case WriteMode.RewriteRows("DELETE") => Array(new DeletedRowsMetric, new CopiedRowsMetric, new AddedFilesMetric,
       new RemovedFilesMetric)
-    // Spark reports no row counts for UPDATE (only MERGE has a WriteSummary): its commit records files only.
-    case WriteMode.RewriteRows(_) => Array(new AddedFilesMetric, new RemovedFilesMetric)
+    case WriteMode.RewriteRows(_) => Array(new UpdatedRowsMetric, new CopiedRowsMetric, new AddedFilesMetric,
+      new RemovedFilesMetric)
     case _ => Array.empty
   }
 
@@ -146,6 +146,9 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
   override def commit(messages: Array[WriterCommitMessage]): Unit = {
     jobFiles.untagJobs()
     commitAttempted = true
+    // UPDATE: Spark gives no summary, but each changed row reaches the writer without its source file.
+    if (tableWrite.mode == WriteMode.RewriteRows("UPDATE")) rowCounts += "numUpdatedRows" ->
+      messages.toSeq.collect { case m: StrataTaskCommit => m.rowsWithoutFile }.sum
     val files = addedFiles(messages)
     written = files
     val start = System.nanoTime()
@@ -198,8 +201,12 @@ final class DiscardingWriterFactory extends DataWriterFactory {
     }
 }
 
-/** What one task wrote, and whether it was a rerun ([[io.strata.write.JobFiles.isRerun]]). */
-final case class StrataTaskCommit(files: Seq[AddFile], rerun: Boolean = false) extends WriterCommitMessage
+/**
+ * What one task wrote, whether it was a rerun ([[io.strata.write.JobFiles.isRerun]]), and (row-level operations) how
+ * many of its rows came without a source file (rows an UPDATE changed).
+ */
+final case class StrataTaskCommit(files: Seq[AddFile], rerun: Boolean = false, rowsWithoutFile: Long = 0L)
+  extends WriterCommitMessage
 
 /** A summed metric of the write node; Spark instantiates each by class name, so each needs a no-arg class. */
 abstract class StrataSumMetric(metricName: String, metricDescription: String) extends CustomSumMetric {
@@ -214,6 +221,7 @@ class CommitAttemptsMetric extends StrataSumMetric("strataCommitAttempts", "log 
 class CommittedVersionMetric extends StrataSumMetric("strataCommittedVersion", "table version committed")
 // DELETE / UPDATE (delta-spark's commitInfo names)
 class DeletedRowsMetric extends StrataSumMetric("numDeletedRows", "number of rows deleted")
+class UpdatedRowsMetric extends StrataSumMetric("numUpdatedRows", "number of rows updated")
 class CopiedRowsMetric extends StrataSumMetric("numCopiedRows", "number of rows copied unchanged")
 class AddedFilesMetric extends StrataSumMetric("numAddedFiles", "number of files added")
 class RemovedFilesMetric extends StrataSumMetric("numRemovedFiles", "number of files removed")
