@@ -28,8 +28,10 @@ object FileColumn {
   val metadataColumn: MetadataColumn = new MetadataColumn {
     override def name(): String = Name
     override def dataType(): DataType = StringType
-    override def isNullable: Boolean = false
+    // Null on the rows an UPDATE writes (not preserved on update): the writer counts them as the updated rows.
+    override def isNullable: Boolean = true
     override def comment(): String = "the data file holding the row"
+    override def metadataInJSON(): String = s"""{"${MetadataColumn.PRESERVE_ON_UPDATE}":false}"""
   }
 
   /** `values` (partition values in `schema` order) followed by the file's path. */

@@ -56,6 +56,18 @@ final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: 
   private var bytesPerRowByte = 1.0 // on-disk bytes per in-memory row byte, learned from closed files
   private var learnedFrom = 0
 
+  /** Rows written without a source file (DELETE / UPDATE / MERGE: rows that are new or changed, not copied). */
+  private var rowsWithoutFile = 0L
+
+  /**
+   * A row of a copy-on-write operation with its metadata ([[io.strata.shim.FileColumn]]): the file it was read from,
+   * or null for a row an UPDATE changed (the column is not preserved on update).
+   */
+  override def write(metadata: InternalRow, row: InternalRow): Unit = {
+    if (metadata.numFields > 0 && metadata.isNullAt(0)) rowsWithoutFile += 1
+    write(row)
+  }
+
   override def write(row: InternalRow): Unit = {
     checks.check(row)
     val key = if (splitter.isPartitioned) splitter.key(row) else NoKey // a reused buffer: copied only when kept
@@ -113,7 +125,7 @@ final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: 
     val dataFiles = new DataFiles(tableRoot, files.hadoopConf, numIndexedCols)
     val adds: Seq[AddFile] = finished.toSeq.flatMap { case (relative, values) => dataFiles.finish(relative, values) }
     io.strata.shim.WriteFaults.afterCommitAuthorized(files.hadoopConf) // Spark authorized this commit already
-    StrataTaskCommit(adds, JobFiles.isRerun)
+    StrataTaskCommit(adds, JobFiles.isRerun, rowsWithoutFile)
   }
 
   override def abort(): Unit = {

@@ -57,8 +57,20 @@ final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: Table
   override def advisoryPartitionSizeInBytes(): Long =
     if (partitionColumns.isEmpty || distributionMode == DistributionMode.None) 0L else targetFileSize
 
-  override def supportedCustomMetrics(): Array[CustomMetric] = Array(new FilesWrittenMetric, new RowsWrittenMetric,
-    new BytesWrittenMetric, new CommitDurationMetric, new CommitAttemptsMetric, new CommittedVersionMetric)
+  override def supportedCustomMetrics(): Array[CustomMetric] = Array[CustomMetric](new FilesWrittenMetric,
+    new RowsWrittenMetric, new BytesWrittenMetric, new CommitDurationMetric, new CommitAttemptsMetric,
+    new CommittedVersionMetric) ++ rowLevelMetrics
+
+  /** DELETE / UPDATE / MERGE: their commitInfo counts (delta-spark's names), shown on the write node too. */
+  private val rowLevelMetrics: Array[CustomMetric] = mode match {
+    case WriteMode.RewriteRows("MERGE") => Array(new TargetRowsInsertedMetric, new TargetRowsUpdatedMetric,
+      new TargetRowsDeletedMetric, new TargetRowsCopiedMetric, new TargetFilesAddedMetric, new TargetFilesRemovedMetric)
+    case WriteMode.RewriteRows("DELETE") => Array(new DeletedRowsMetric, new CopiedRowsMetric, new AddedFilesMetric,
+      new RemovedFilesMetric)
+    case WriteMode.RewriteRows(_) => Array(new UpdatedRowsMetric, new CopiedRowsMetric, new AddedFilesMetric,
+      new RemovedFilesMetric)
+    case _ => Array.empty
+  }
 
   private lazy val batch = new StrataBatchWrite(log, tableWrite, options,
     fanout = distributionMode == DistributionMode.None, maxOpenFiles, targetFileSize, onCommit)
@@ -72,7 +84,11 @@ final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: Table
       StrataWrite.metric("strataBytesWritten", batch.written.map(_.size).sum),
       StrataWrite.metric("strataCommitDurationMs", millis),
       StrataWrite.metric("strataCommitAttempts", result.attempts.toLong),
-      StrataWrite.metric("strataCommittedVersion", result.version))
+      StrataWrite.metric("strataCommittedVersion", result.version)) ++ rowLevelMetrics.flatMap { m =>
+        // Only the counts the commit recorded (a count that cannot be known is left out, not shown as 0).
+        Option(result.commitInfo.json.get("operationMetrics")).flatMap(o => Option(o.get(m.name())))
+          .map(v => StrataWrite.metric(m.name(), v.asText.toLong))
+      }
     case None => Array.empty
   }
 }
@@ -139,6 +155,9 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
   override def commit(messages: Array[WriterCommitMessage]): Unit = {
     jobFiles.untagJobs()
     commitAttempted = true
+    // UPDATE: Spark gives no summary, but each changed row reaches the writer without its source file.
+    if (tableWrite.mode == WriteMode.RewriteRows("UPDATE")) rowCounts += "numUpdatedRows" ->
+      messages.toSeq.collect { case m: StrataTaskCommit => m.rowsWithoutFile }.sum
     val files = addedFiles(messages)
     written = files
     val start = System.nanoTime()
@@ -192,8 +211,12 @@ final class DiscardingWriterFactory extends DataWriterFactory {
     }
 }
 
-/** What one task wrote, and whether it was a rerun ([[io.strata.write.JobFiles.isRerun]]). */
-final case class StrataTaskCommit(files: Seq[AddFile], rerun: Boolean = false) extends WriterCommitMessage
+/**
+ * What one task wrote, whether it was a rerun ([[io.strata.write.JobFiles.isRerun]]), and (row-level operations) how
+ * many of its rows came without a source file (rows an UPDATE changed).
+ */
+final case class StrataTaskCommit(files: Seq[AddFile], rerun: Boolean = false, rowsWithoutFile: Long = 0L)
+  extends WriterCommitMessage
 
 /** A summed metric of the write node; Spark instantiates each by class name, so each needs a no-arg class. */
 abstract class StrataSumMetric(metricName: String, metricDescription: String) extends CustomSumMetric {
@@ -206,3 +229,16 @@ class BytesWrittenMetric extends StrataSumMetric("strataBytesWritten", "bytes of
 class CommitDurationMetric extends StrataSumMetric("strataCommitDurationMs", "log commit duration (ms)")
 class CommitAttemptsMetric extends StrataSumMetric("strataCommitAttempts", "log commit attempts")
 class CommittedVersionMetric extends StrataSumMetric("strataCommittedVersion", "table version committed")
+// DELETE / UPDATE (delta-spark's commitInfo names)
+class DeletedRowsMetric extends StrataSumMetric("numDeletedRows", "number of rows deleted")
+class UpdatedRowsMetric extends StrataSumMetric("numUpdatedRows", "number of rows updated")
+class CopiedRowsMetric extends StrataSumMetric("numCopiedRows", "number of rows copied unchanged")
+class AddedFilesMetric extends StrataSumMetric("numAddedFiles", "number of files added")
+class RemovedFilesMetric extends StrataSumMetric("numRemovedFiles", "number of files removed")
+// MERGE
+class TargetRowsInsertedMetric extends StrataSumMetric("numTargetRowsInserted", "number of target rows inserted")
+class TargetRowsUpdatedMetric extends StrataSumMetric("numTargetRowsUpdated", "number of target rows updated")
+class TargetRowsDeletedMetric extends StrataSumMetric("numTargetRowsDeleted", "number of target rows deleted")
+class TargetRowsCopiedMetric extends StrataSumMetric("numTargetRowsCopied", "number of target rows copied unchanged")
+class TargetFilesAddedMetric extends StrataSumMetric("numTargetFilesAdded", "number of target files added")
+class TargetFilesRemovedMetric extends StrataSumMetric("numTargetFilesRemoved", "number of target files removed")
