@@ -49,8 +49,7 @@ final class TableWrite private (
     definition: Option[Boolean] = None) {
 
   private var replaced: Option[(Seq[AddFile], FilePredicate)] = None
-  private var rowLevelRead0: Option[RowLevelRead] = None
-  def rowLevelRead: Option[RowLevelRead] = rowLevelRead0
+  private var rowLevelRead: Option[RowLevelRead] = None
 
   val isNewTable: Boolean = txn.readSnapshot.isEmpty
 
@@ -73,7 +72,7 @@ final class TableWrite private (
   def replaceFiles(files: Seq[AddFile], scope: FilePredicate): Unit = replaced = Some((files, scope))
 
   /** For [[WriteMode.RewriteRows]]: the operation's scan, whose files the commit replaces. */
-  def rewriteRowsOf(read: RowLevelRead): Unit = rowLevelRead0 = Some(read)
+  def rewriteRowsOf(read: RowLevelRead): Unit = rowLevelRead = Some(read)
 
   /**
    * Read-then-write: the write's input read this table (at `reads`' versions, selecting their rows). The commit then

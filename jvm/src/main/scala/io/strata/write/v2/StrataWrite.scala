@@ -3,8 +3,7 @@ package io.strata.write.v2
 import io.strata.config.{DistributionMode, WriteConf, WriteOptions}
 import io.strata.log.{AddFile, StrataException, TableLog}
 import io.strata.log.CheckConstraints
-import io.strata.read.SnapshotReader
-import io.strata.shim.{InputReads, ParquetFiles, PartitionSplitter, MergeClauses, RowChecks, RowLevelCounts}
+import io.strata.shim.{InputReads, MergeClauses, ParquetFiles, PartitionSplitter, RowChecks}
 import io.strata.write.{JobFiles, ReplaceWhereFiles, TableWrite, WriteMode}
 import io.strata.write.v1.DirectCommitProtocol
 import org.apache.spark.sql.SparkSession
@@ -144,14 +143,6 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
     commit(messages)
   }
 
-  /** UPDATE: how many of the rewritten files' rows it changed (Spark does not count them). */
-  private def updatedRows: Map[String, Long] = (tableWrite.mode, tableWrite.rowLevelRead) match {
-    case (WriteMode.RewriteRows("UPDATE"), Some(read)) if !tableWrite.alreadyCommitted =>
-      tableWrite.txn.readSnapshot.flatMap(s => RowLevelCounts.updatedRows(
-        SnapshotReader.relation(SparkSession.active, s, Some(read.files)))).map("numUpdatedRows" -> _).toMap
-    case _ => Map.empty
-  }
-
   override def commit(messages: Array[WriterCommitMessage]): Unit = {
     jobFiles.untagJobs()
     commitAttempted = true
@@ -164,7 +155,7 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
     try {
       tableWrite.readInput(InputReads.currentPlan().toSeq.flatMap(plan =>
         InputReads.of(plan, log.tablePath, tableWrite.schema.schema, tableWrite.schema.partitionColumns)))
-      val result = tableWrite.commit(files, rowCounts ++ updatedRows,
+      val result = tableWrite.commit(files, rowCounts,
         if (tableWrite.mode == WriteMode.RewriteRows("MERGE")) MergeClauses.current() else Map.empty)
       if (result.alreadyCommitted) DirectCommitProtocol.deleteFiles(log.tablePath.toString, files, log.conf)
       else {
