@@ -121,6 +121,8 @@ def _from_classic(node: Any, what: str) -> Node:
         return ("col", quote_name([str(p) for p in _seq(node.nameParts())]))
     if kind == "SqlExpression":
         return ("sql", str(node.expression()))
+    if kind == "ExpressionColumnNode":  # df["col"] / df.col on a classic session: an attribute of that DataFrame
+        raise _bound_error(what)
     if kind == "Literal":
         data_type = node.dataType()
         type_sql = str(data_type.get().sql()) if data_type.isDefined() else None
@@ -148,10 +150,7 @@ def _classic_literal(value: Any, type_sql: str | None, what: str) -> str:
     if value is None:
         return f"CAST(NULL AS {type_sql})" if type_sql and type_sql != "VOID" else "NULL"
     if isinstance(value, decimal.Decimal):  # py4j converts java.math.BigDecimal
-        exponent = value.as_tuple().exponent
-        scale = max(-exponent, 0) if isinstance(exponent, int) else 0
-        precision = max(len(value.as_tuple().digits) + max(exponent, 0) if isinstance(exponent, int) else 1, scale, 1)
-        return f"CAST('{value}' AS {type_sql or f'DECIMAL({precision},{scale})'})"
+        return _decimal_literal(value, type_sql)
     if isinstance(value, (bool, int, float, str, bytes, bytearray)):
         return _python_literal(value, type_sql)
     java_class = str(value.getClass().getName())
@@ -165,6 +164,16 @@ def _classic_literal(value: Any, type_sql: str | None, what: str) -> str:
     if java_class == "java.time.LocalDateTime":
         return f"TIMESTAMP_NTZ '{value.toString().replace('T', ' ')}'"
     raise _unrenderable(f"a literal of JVM class {java_class}", what)
+
+
+def _decimal_literal(value: decimal.Decimal, type_sql: str | None) -> str:
+    """A decimal literal of the type its value needs (or ``type_sql``)."""
+    if not value.is_finite():
+        raise TypeError(f"a decimal literal must be finite; got {value}")
+    digits, exponent = value.as_tuple().digits, int(value.as_tuple().exponent)
+    scale = max(-exponent, 0)
+    precision = max(len(digits) + max(exponent, 0), scale, 1)
+    return f"CAST('{value:f}' AS {type_sql or f'DECIMAL({precision},{scale})'})"
 
 
 def _python_literal(value: Any, type_sql: str | None) -> str:
@@ -187,7 +196,7 @@ def _from_connect(expr: Any, what: str) -> Node:
     if isinstance(expr, ce.ColumnReference):
         if getattr(expr, "_plan_id", None) is not None:
             raise _bound_error(what)
-        return ("col", str(expr._unparsed_identifier))  # identifier syntax already (a.b, `a b`), as Spark parses it
+        return ("col", quote_name(split_name(str(expr._unparsed_identifier))))  # a.b, `a.b`: as Spark parses it
     if isinstance(expr, ce.SQLExpression):
         return ("sql", str(expr._expr))
     if isinstance(expr, ce.LiteralExpression):
@@ -218,8 +227,8 @@ def _connect_literal(value: Any, data_type: Any, what: str) -> str:
                               T.DoubleType, T.StringType, T.BinaryType)):
         plain = isinstance(data_type, (T.BooleanType, T.IntegerType, T.StringType, T.BinaryType))
         return _python_literal(value, None if plain else type_sql)
-    if isinstance(data_type, T.DecimalType):
-        return f"CAST('{value}' AS {type_sql})"
+    if isinstance(data_type, T.DecimalType):  # the client's type is DECIMAL(10,0) whatever the value: use the value's
+        return _decimal_literal(value, None)
     if isinstance(data_type, T.DateType):
         return f"DATE '{(_dt.date(1970, 1, 1) + _dt.timedelta(days=int(value))).isoformat()}'"
     if isinstance(data_type, T.TimestampType):  # microseconds since the epoch: the instant itself
