@@ -121,8 +121,11 @@ def _from_classic(node: Any, what: str) -> Node:
         return ("col", quote_name([str(p) for p in _seq(node.nameParts())]))
     if kind == "SqlExpression":
         return ("sql", str(node.expression()))
-    if kind == "ExpressionColumnNode":  # df["col"] / df.col on a classic session: an attribute of that DataFrame
-        raise _bound_error(what)
+    if kind == "ExpressionColumnNode":  # a Catalyst expression: df["col"] / df.col (an attribute), a UDF call, ...
+        inner = str(node.expression().getClass().getSimpleName())
+        if inner == "AttributeReference":
+            raise _bound_error(what)
+        raise _unrenderable(f"a {inner} ({node.sql()})", what)
     if kind == "Literal":
         data_type = node.dataType()
         type_sql = str(data_type.get().sql()) if data_type.isDefined() else None
