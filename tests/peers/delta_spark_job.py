@@ -8,6 +8,11 @@ Usage: python delta_spark_job.py read PATH OUT_JSON
 `constraints` takes a table (id long) with CHECK constraint id > 0 made by Strata: it appends a violating row (and
 records delta-spark's error), appends id 3, then adds a constraint of its own (id < 100). `append_id` appends
 id 100 to a table (id long) and records the protocol delta-spark sees (DESCRIBE DETAIL).
+
+       python delta_spark_job.py dml CORPUS_JSON BASE_DIR OUT_JSON
+`dml` runs a statement corpus (tests/test_dml_delta_spark.py): CORPUS_JSON is {"tables": {name: [DDL, ...]},
+"statements": [{"table": name, "sql": text}, ...]} where `{t}` stands for the table (delta.`BASE_DIR/name`) and
+`{using}` for `delta`; it writes, per statement, the table's sorted rows as JSON strings (or the error's first line).
 """
 from __future__ import annotations
 
@@ -21,8 +26,17 @@ from pyspark.sql import SparkSession
 
 
 def main() -> None:
-    mode, path, out = sys.argv[1], sys.argv[2], sys.argv[3]
-    spark = (
+    mode = sys.argv[1]
+    spark = session()
+    if mode == "dml":
+        run_corpus(spark, sys.argv[2], sys.argv[3], sys.argv[4])
+        spark.stop()
+        return
+    run(spark, mode, sys.argv[2], sys.argv[3])
+
+
+def session() -> SparkSession:
+    return (
         SparkSession.builder.master("local[2]")
         .config("spark.jars", os.environ["STRATA_DELTA_JARS"])
         .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
@@ -32,6 +46,32 @@ def main() -> None:
         .config("spark.ui.enabled", "false")
         .getOrCreate()
     )
+
+
+def table_rows(spark: SparkSession, path: str) -> list[str]:
+    return sorted(spark.read.format("delta").load(path).toJSON().collect())
+
+
+def run_corpus(spark: SparkSession, corpus_file: str, base: str, out: str) -> None:
+    with open(corpus_file, encoding="utf-8") as f:
+        corpus = json.load(f)
+    paths = {name: os.path.join(base, name) for name in corpus["tables"]}
+    for name, ddl in corpus["tables"].items():
+        for statement in ddl:
+            spark.sql(statement.format(t=f"delta.`{paths[name]}`", using="delta"))
+    results = []
+    for item in corpus["statements"]:
+        path = paths[item["table"]]
+        try:
+            spark.sql(item["sql"].format(t=f"delta.`{path}`", using="delta"))
+            results.append({"rows": table_rows(spark, path)})
+        except Exception as e:  # recorded: Strata must fail on the same statements
+            results.append({"error": str(e).strip().splitlines()[0][:500], "rows": table_rows(spark, path)})
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump({"results": results}, f)
+
+
+def run(spark: SparkSession, mode: str, path: str, out: str) -> None:
     if mode == "write":
         rows = [
             (i, ["a/b", "k=v", "100%", "with space", "ünï", None, ""][i % 7],

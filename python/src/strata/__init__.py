@@ -30,6 +30,7 @@ from strata.errors import (
     ConstraintViolationError,
     CorruptLogError,
     InvalidOptionError,
+    MergeCardinalityError,
     ProtocolError,
     SchemaMismatchError,
     StrataError,
@@ -37,6 +38,7 @@ from strata.errors import (
     TableExistsError,
     TableNotFoundError,
 )
+from strata.dml import DeleteMetrics, MergeBuilder, MergeMetrics, UpdateMetrics
 from strata.table import Table
 from strata.writer import COMPRESSION_CODECS, WRITE_MODES, Compression, WriteMode, write, write_options
 
@@ -55,6 +57,10 @@ __all__ = [
     "WRITE_MODES",
     "COMPRESSION_CODECS",
     "Table",
+    "MergeBuilder",
+    "DeleteMetrics",
+    "UpdateMetrics",
+    "MergeMetrics",
     "errors",
     "StrataError",
     "StrataSetupError",
@@ -63,6 +69,7 @@ __all__ = [
     "SchemaMismatchError",
     "ConcurrentModificationError",
     "ConstraintViolationError",
+    "MergeCardinalityError",
     "TableNotFoundError",
     "TableExistsError",
     "ProtocolError",

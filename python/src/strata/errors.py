@@ -33,6 +33,7 @@ __all__ = [
     "SchemaMismatchError",
     "ConcurrentModificationError",
     "ConstraintViolationError",
+    "MergeCardinalityError",
     "TableNotFoundError",
     "TableExistsError",
     "ProtocolError",
@@ -114,6 +115,18 @@ class ConstraintViolationError(StrataError):
     """
 
 
+class MergeCardinalityError(StrataError):
+    """A MERGE in which several source rows matched the same target row (Spark's error class
+    ``MERGE_CARDINALITY_VIOLATION``): which one should win is undefined, so the statement fails and nothing is
+    committed. De-duplicate the source on the merge key first.
+
+    >>> try:
+    ...     table.merge(updates, "target.id = source.id").when_matched_update_all().execute()
+    ... except strata.MergeCardinalityError:
+    ...     updates = updates.dropDuplicates(["id"])
+    """
+
+
 class TableNotFoundError(StrataError):
     """There is no Strata/Delta table (no ``_delta_log`` with commits) at the path."""
 
@@ -145,6 +158,13 @@ _BY_CLASS: dict[str, type[StrataError]] = {
     "MalformedActionException": CorruptLogError,
     "ConstraintViolationException": ConstraintViolationError,
     **{name: ConcurrentModificationError for name in _CONCURRENT},
+}
+# Spark's own error classes (``getCondition()``) that have a typed exception here.
+_BY_CONDITION: dict[str, type[StrataError]] = {
+    "MERGE_CARDINALITY_VIOLATION": MergeCardinalityError,
+    "NOT_NULL_ASSERT_VIOLATION": ConstraintViolationError,
+    "NOT_NULL_CONSTRAINT_VIOLATION": ConstraintViolationError,
+    "CHECK_CONSTRAINT_VIOLATION": ConstraintViolationError,
 }
 _OPTION_MESSAGE = re.compile(r"^(Unknown option\b|Options? \S)|has invalid value|invalid value")
 _SCHEMA_MESSAGE = re.compile(r"does not match the schema|differ only in case|is partitioned by .* but the write asks")
@@ -179,24 +199,46 @@ def _classify(jvm_class: str, message: str) -> StrataError:
     return cls(message, jvm_class=jvm_class)
 
 
-def _java_chain(java_exception: Any) -> list[tuple[str, str]]:
-    """(class name, message) of a py4j JVM throwable and its causes."""
-    chain: list[tuple[str, str]] = []
+def _java_chain(java_exception: Any) -> list[tuple[str, str, str | None]]:
+    """(class name, message, Spark error condition or None) of a py4j JVM throwable and its causes."""
+    chain: list[tuple[str, str, str | None]] = []
     current = java_exception
     while current is not None and len(chain) < 20:
         try:
-            chain.append((str(current.getClass().getName()), str(current.getMessage() or "")))
-            current = current.getCause()
+            name, message = str(current.getClass().getName()), str(current.getMessage() or "")
         except Exception:  # the JVM is gone, or not a throwable: fall back to the text
+            break
+        condition: str | None = None
+        try:  # org.apache.spark.SparkThrowable; other throwables have no such method
+            found = current.getCondition()
+            condition = str(found) if found is not None else None
+        except Exception:
+            pass
+        chain.append((name, message, condition))
+        try:
+            current = current.getCause()
+        except Exception:
             break
     return chain
 
 
-def _from_chain(chain: list[tuple[str, str]]) -> StrataError | None:
-    for jvm_class, message in chain:
+def _by_condition(condition: str | None, message: str, jvm_class: str | None) -> StrataError | None:
+    cls = _BY_CONDITION.get(condition or "")
+    if cls is None:
+        return None
+    first = message.strip().splitlines()[0] if message.strip() else str(condition)
+    return cls(first, jvm_class=jvm_class)
+
+
+def _from_chain(chain: list[tuple[str, str, str | None]]) -> StrataError | None:
+    for jvm_class, message, _ in chain:
         if jvm_class.startswith("io.strata."):
             return _classify(jvm_class, message)
-    for jvm_class, message in chain:
+    for jvm_class, message, condition in chain:
+        typed = _by_condition(condition, message, jvm_class)
+        if typed is not None:
+            return typed
+    for jvm_class, message, _ in chain:
         found = _constraint(message)
         if found is not None:
             found.jvm_class = jvm_class
@@ -250,6 +292,10 @@ def translate_exception(error: BaseException) -> StrataError | None:
         found = _from_chain(_java_chain(origin))
         if found is not None:
             return found
+    typed = _by_condition(error.getCondition(), error.getMessage() if hasattr(error, "getMessage") else str(error),
+                          None)
+    if typed is not None:
+        return typed
     parameters = error.getMessageParameters() or {}
     if error.getCondition() == "USER_RAISED_EXCEPTION":
         text = parameters.get("errorMessage", "")

@@ -1,15 +1,21 @@
-"""``strata.Table``: a Strata table at a path."""
+"""``strata.Table``: a Strata table at a path or by catalog name, with time travel, history and row-level changes
+(DELETE, UPDATE, MERGE)."""
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from strata._sql import Expr, quote_identifier, quote_name, split_name, to_sql
+from strata.dml import DeleteMetrics, MergeBuilder, MergeMetrics, UpdateMetrics, _Target, assignments
 from strata.errors import ClassicSessionRequiredError, InvalidOptionError, translate
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+CATALOG_CLASS = "io.strata.catalog.StrataCatalog"
 
 __all__ = ["Table"]
 
@@ -38,7 +44,9 @@ def _is_cast_error(error: BaseException) -> bool:
 
 
 class Table:
-    """A Strata table at a path. Reads use the public data source API (classic and Spark Connect sessions);
+    """A Strata table at a path (:meth:`for_path`) or by name in a catalog (:meth:`for_name`). Reads use the public
+    data source API (classic and Spark Connect sessions); :meth:`delete`, :meth:`update` and :meth:`merge` run SQL
+    (both kinds of session);
     ``version()`` and ``history()`` call the JVM through py4j and so need a classic session.
 
     >>> t = strata.Table.for_path(spark, "/data/events")
@@ -49,11 +57,26 @@ class Table:
     >>> t.to_df(timestamp="2026-01-31 12:00:00").count()
     150
     >>> t.history().select("version", "operation", "numOutputRows").show()
+    >>> t.delete("day < '2024-01-01'").num_deleted_rows
+    120
     """
 
-    def __init__(self, spark: SparkSession, path: str | os.PathLike[str]) -> None:
+    def __init__(self, spark: SparkSession, path: str | os.PathLike[str] | None = None, *,
+                 name: str | None = None) -> None:
+        if (path is None) == (name is None):
+            raise InvalidOptionError("Table needs a path or a name (not both): use Table.for_path or Table.for_name")
         self._spark = spark
-        self._path = os.fspath(path)
+        self._path: str | None = os.fspath(path) if path is not None else None
+        self._name: list[str] | None = None
+        if name is not None:
+            if not isinstance(name, str):
+                raise TypeError(f"Table.for_name(name=...) must be a string such as 'db.events'; got {name!r}")
+            try:
+                self._name = split_name(name)
+            except ValueError as e:
+                raise InvalidOptionError(f"Table.for_name: {e}; use a name such as 'db.events' or "
+                                         "'strata.db.`my table`'") from e
+        self._target_cache: _Target | None = None
 
     @classmethod
     def for_path(cls, spark: SparkSession, path: str | os.PathLike[str]) -> Table:
@@ -64,13 +87,85 @@ class Table:
         """
         return cls(spark, path)
 
+    @classmethod
+    def for_name(cls, spark: SparkSession, name: str) -> Table:
+        """The table ``name`` of a catalog, as SQL names it: ``db.t`` in the current catalog (``spark_catalog``
+        tables ``USING strata``), ``strata.db.t`` in the Strata catalog; parts with special characters in backticks.
+
+        >>> strata.Table.for_name(spark, "strata.sales.orders")
+        Table.for_name('strata.sales.orders')
+        """
+        return cls(spark, name=name)
+
     @property
     def path(self) -> str:
-        """The table's path, as given."""
-        return self._path
+        """The table's path: as given to :meth:`for_path`, or the catalog's location of a named table."""
+        return self._path if self._path is not None else self._target().location
 
     def __repr__(self) -> str:
+        if self._name is not None:
+            return f"Table.for_name({'.'.join(self._name)!r})"
         return f"Table({self._path!r})"
+
+    def _target(self) -> _Target:
+        """The table's SQL name and location (a named table's location is looked up once)."""
+        if self._target_cache is None:
+            if self._name is not None:
+                sql_name = quote_name(self._name)
+                with translate():
+                    rows = self._spark.sql(f"DESCRIBE TABLE EXTENDED {sql_name}").collect()
+                locations = [str(r[1]) for r in rows if str(r[0]).strip() == "Location"]
+                if not locations:
+                    raise InvalidOptionError(f"{'.'.join(self._name)} has no location: it is not a Strata table")
+                self._target_cache = _Target(self._spark, sql_name, locations[0])
+            else:
+                assert self._path is not None
+                absolute = self._path if "://" in self._path or ":/" in self._path else os.path.abspath(self._path)
+                sql_name = f"{quote_identifier(_strata_catalog(self._spark))}.{quote_identifier(absolute)}"
+                self._target_cache = _Target(self._spark, sql_name, self._path)
+        return self._target_cache
+
+    def delete(self, condition: Expr | None = None) -> DeleteMetrics:
+        """``DELETE FROM`` the table the rows where ``condition`` (SQL text or a Column) holds; every row without a
+        condition. Returns the metrics of the commit. Files with no matching row are not rewritten; a condition on
+        partition columns alone removes whole files without running a job.
+
+        >>> t.delete("country = 'FR' AND amount IS NULL").num_deleted_rows
+        3
+        >>> t.delete(F.col("day") < F.lit(datetime.date(2024, 1, 1)))
+        DeleteMetrics(version=7, num_deleted_rows=120, ...)
+        """
+        where = "" if condition is None else " WHERE " + to_sql(condition, "delete(condition)")
+        target = self._target()
+        return target.run(f"DELETE FROM {target.sql_name}{where}", "DELETE", DeleteMetrics)
+
+    def update(self, set: Mapping[str, Expr], condition: Expr | None = None) -> UpdateMetrics:
+        """``UPDATE`` the table: ``set`` maps columns to new values (SQL text such as ``"amount * 2"`` or
+        ``"'closed'"``, or Columns), on the rows where ``condition`` holds (every row without one). Setting a
+        partition column moves the rows. A NOT NULL or CHECK violation raises
+        :class:`strata.ConstraintViolationError` and commits nothing.
+
+        >>> t.update({"status": "'closed'", "closed_at": F.current_timestamp()}, "id = 7")
+        UpdateMetrics(version=8, ...)
+        """
+        sets = assignments(set, "update(set)")
+        where = "" if condition is None else " WHERE " + to_sql(condition, "update(condition)")
+        target = self._target()
+        return target.run(f"UPDATE {target.sql_name} SET {sets}{where}", "UPDATE", UpdateMetrics)
+
+    def merge(self, source: DataFrame, on: Expr, source_alias: str = "source",
+              target_alias: str = "target") -> MergeBuilder:
+        """A ``MERGE INTO`` this table from ``source`` (a DataFrame) matching rows by ``on`` (SQL text or a Column
+        over ``target_alias`` and ``source_alias``). Add clauses to the returned :class:`strata.dml.MergeBuilder`,
+        then call ``execute()`` for the :class:`strata.dml.MergeMetrics` of the commit.
+
+        >>> (t.merge(updates, "target.id = source.id")
+        ...   .when_matched_update_all()
+        ...   .when_not_matched_insert_all()
+        ...   .execute()).num_target_rows_inserted
+        2
+        """
+        return MergeBuilder(self._target(), source, on, source_alias, target_alias)
 
     def to_df(self, version: int | None = None,
               timestamp: _dt.datetime | _dt.date | str | None = None) -> DataFrame:
@@ -92,6 +187,9 @@ class Table:
         """
         if version is not None and timestamp is not None:
             raise InvalidOptionError("version and timestamp cannot be used together: pick one")
+        if self._name is not None and version is None and timestamp is None:
+            with translate():
+                return self._spark.table(quote_name(self._name))
         reader = self._spark.read.format("strata")
         if version is not None:
             if isinstance(version, bool) or not isinstance(version, int) or version < 0:
@@ -101,7 +199,7 @@ class Table:
             reader = reader.option("timestampAsOf", _timestamp_option(timestamp))
         try:
             with translate():
-                df = reader.load(self._path)
+                df = reader.load(self.path)
                 df.schema  # resolves the snapshot now (lazy on Spark Connect), so a bad table fails here, typed
         except Exception as e:
             if timestamp is not None and _is_cast_error(e):
@@ -123,7 +221,7 @@ class Table:
         """
         api = self._api("version")
         with translate():
-            return int(api.version(self._jsession(), self._path))
+            return int(api.version(self._jsession(), self.path))
 
     def history(self, limit: int | None = None) -> DataFrame:
         """The table's commits, newest first (at most ``limit`` of them).
@@ -144,12 +242,12 @@ class Table:
         api = self._api("history")
         with translate():
             if limit is None:
-                jdf = api.history(self._jsession(), self._path)
+                jdf = api.history(self._jsession(), self.path)
             else:
-                jdf = api.history(self._jsession(), self._path, min(limit, 2**31 - 1))
+                jdf = api.history(self._jsession(), self.path, min(limit, 2**31 - 1))
             if jdf.isEmpty():  # local rows: no Spark job
                 # StrataTable.history gives no rows where there is no table; version() raises TableNotFoundError.
-                api.version(self._jsession(), self._path)
+                api.version(self._jsession(), self.path)
         return DataFrame(jdf, self._spark)
 
     def _jsession(self) -> Any:
@@ -164,3 +262,17 @@ class Table:
                 "this is a Spark Connect session. Use Table.to_df() or spark.read.format('strata') instead, or a "
                 "classic session (SparkSession.builder.master(...), not .remote(...)).")
         return jvm.io.strata.api.StrataTable
+
+
+def _strata_catalog(spark: SparkSession) -> str:
+    """The name of a catalog of class ``io.strata.catalog.StrataCatalog`` (path tables are ``catalog.`/path```):
+    ``strata`` when it is one (as :func:`strata.configure_spark` sets up), else the first configured one."""
+    if spark.conf.get("spark.sql.catalog.strata", None) == CATALOG_CLASS:
+        return "strata"
+    for key, value in sorted(spark.conf.getAll.items()):
+        parts = key.split(".")
+        if value == CATALOG_CLASS and len(parts) == 4 and key.startswith("spark.sql.catalog."):
+            return parts[3]
+    raise InvalidOptionError(
+        "DELETE/UPDATE/MERGE on a path table need a Strata catalog in the session (spark.sql.catalog.<name> = "
+        f"{CATALOG_CLASS}); set the session up with strata.configure_spark(...), or use Table.for_name")
