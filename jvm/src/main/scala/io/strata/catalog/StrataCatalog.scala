@@ -102,9 +102,11 @@ class StrataCatalog extends StagingTableCatalog with SupportsNamespaces {
   override def stageCreate(ident: Identifier, info: TableInfo): StagedTable =
     stageCreate(ident, info.columns(), info.partitions(), TableCreation.propertiesOf(info, displayName(ident)))
   override def stageReplace(ident: Identifier, info: TableInfo): StagedTable =
-    stageReplace(ident, info.columns(), info.partitions(), TableCreation.propertiesOf(info, displayName(ident)))
+    stageReplace(ident, info.columns(), info.partitions(),
+      TableCreation.replacePropertiesOf(info, ident, displayName(ident)))
   override def stageCreateOrReplace(ident: Identifier, info: TableInfo): StagedTable =
-    stageCreateOrReplace(ident, info.columns(), info.partitions(), TableCreation.propertiesOf(info, displayName(ident)))
+    stageCreateOrReplace(ident, info.columns(), info.partitions(),
+      TableCreation.replacePropertiesOf(info, ident, displayName(ident)))
 
   // ---- staged CREATE / REPLACE: definition and data in one commit -----------------------------------------------
 

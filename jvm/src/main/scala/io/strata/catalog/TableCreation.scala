@@ -2,10 +2,11 @@ package io.strata.catalog
 
 import java.util.UUID
 
+import io.strata.shim.RunningDdl
 import io.strata.log.{ActionCodec, CheckConstraints, InvalidTableOperationException, Metadata, Operation, TableLog, TableOperation, TableProperties}
 import io.strata.table.TableSchema
 import io.strata.write.TableDefinition
-import org.apache.spark.sql.connector.catalog.{Column, TableCatalog, TableInfo}
+import org.apache.spark.sql.connector.catalog.{Column, Identifier, TableCatalog, TableInfo}
 import org.apache.spark.sql.connector.catalog.constraints.{Check, Constraint}
 import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.types.{StructField, StructType}
@@ -25,6 +26,13 @@ object TableCreation {
   def propertiesOf(info: TableInfo, table: String): java.util.Map[String, String] = {
     Option(info.constraints()).getOrElse(Array.empty[Constraint])
       .foldLeft(info.properties().asScala.toMap)((props, c) => withConstraint(props, c, table)).asJava
+  }
+
+  /** For REPLACE / CREATE OR REPLACE: Spark 4.1.1 drops the constraints from `info` ([[RunningDdl]]). */
+  def replacePropertiesOf(info: TableInfo, ident: Identifier, table: String): java.util.Map[String, String] = {
+    val given = Option(info.constraints()).getOrElse(Array.empty[Constraint]).toSeq
+    val constraints = if (given.nonEmpty) given else RunningDdl.replaceConstraints(ident)
+    constraints.foldLeft(info.properties().asScala.toMap)((props, c) => withConstraint(props, c, table)).asJava
   }
 
   /** `configuration` with a DDL constraint added as `delta.constraints.<name>`; only CHECK constraints are taken. */

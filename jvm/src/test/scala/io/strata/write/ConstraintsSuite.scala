@@ -135,4 +135,18 @@ class ConstraintsSuite extends AnyFunSuite with SparkTestSession {
     assert(log("strata.ck.ctas").snapshot().version == 0)
     assert(log("strata.ck.ctas").snapshot().protocol.minWriterVersion == 3)
   }
+
+  test("CREATE OR REPLACE TABLE and REPLACE TABLE keep the CHECK constraints they declare") {
+    Seq("strata.ck.replaced", "spark_catalog.default.ck_replaced").foreach { t =>
+      spark.sql("CREATE NAMESPACE IF NOT EXISTS strata.ck")
+      spark.sql(s"DROP TABLE IF EXISTS $t")
+      spark.sql(s"CREATE OR REPLACE TABLE $t (id BIGINT, CONSTRAINT pos CHECK (id > 0)) USING strata")
+      assert(log(t).snapshot().metadata.configuration.get("delta.constraints.pos").contains("id > 0"), t)
+      spark.sql(s"REPLACE TABLE $t (id BIGINT, CONSTRAINT big CHECK (id > 10)) USING strata")
+      val conf = log(t).snapshot().metadata.configuration
+      assert(conf.get("delta.constraints.big").contains("id > 10") && !conf.contains("delta.constraints.pos"), conf)
+      assertRejected(t, "big")(spark.sql(s"INSERT INTO $t VALUES (5)"))
+      spark.sql(s"DROP TABLE $t")
+    }
+  }
 }
