@@ -50,6 +50,17 @@ object TableAlteration {
             StructType((schema.fields.take(i + 1) :+ field) ++ schema.fields.drop(i + 1))
           case Some(other) => throw new InvalidTableOperationException(s"Unsupported column position $other.")
         }
+      // Spark 4.1.1's MERGE WITH SCHEMA EVOLUTION asks for the source's type even when it is narrower (INT for a
+      // BIGINT column); Strata changes no column type (Delta's type widening is not there), so only a no-op passes.
+      case c: TableChange.UpdateColumnType =>
+        val name = topLevel(c.fieldNames, "ALTER COLUMN TYPE")
+        val current = schema.fields.find(_.name.equalsIgnoreCase(name)).getOrElse(throw new InvalidTableOperationException(
+          s"Column '$name' does not exist in ${log.tablePath}."))
+        if (current.dataType != c.newDataType) throw new InvalidTableOperationException(
+          s"Cannot change column '$name' of ${log.tablePath} from ${current.dataType.sql} to ${c.newDataType.sql}: " +
+            s"Strata does not change column types. In MERGE WITH SCHEMA EVOLUTION, Spark asks for this when the " +
+            s"source column's type differs: cast it to the table's type (CAST(... AS ${current.dataType.sql})). " +
+            "Nothing was changed.")
       case c: TableChange.UpdateColumnComment =>
         val name = topLevel(c.fieldNames, "ALTER COLUMN COMMENT")
         schema = StructType(schema.fields.map(f => if (f.name.equalsIgnoreCase(name)) f.withComment(c.newComment) else f))
