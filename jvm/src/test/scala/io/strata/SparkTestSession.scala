@@ -30,6 +30,27 @@ trait SparkTestSession extends BeforeAndAfterAll { self: Suite =>
     d
   }
 
+  /**
+   * Runs `body`; the first commit attempt of any transaction in it first waits for `rival`, run to its end on a
+   * thread of its own (outside `body`'s SQL execution, as another application would be). No sleeps: the rival lands
+   * between the statement's read and its commit on every run.
+   */
+  def withRivalBeforeCommit[T](rival: => Unit)(body: => T): T = {
+    val fired = new java.util.concurrent.atomic.AtomicBoolean(false)
+    io.strata.log.Transaction.beforeCommitHook.set(Some { _ =>
+      if (fired.compareAndSet(false, true)) {
+        var failure: Option[Throwable] = None
+        val t = new Thread(() => try {
+          spark.sparkContext.setLocalProperty("spark.sql.execution.id", null)
+          rival
+        } catch { case e: Throwable => failure = Some(e) })
+        t.start(); t.join()
+        failure.foreach(e => throw new IllegalStateException("the rival failed", e))
+      }
+    })
+    try body finally io.strata.log.Transaction.beforeCommitHook.set(None)
+  }
+
   /** The location of a catalog table, as DESCRIBE TABLE EXTENDED shows it. */
   def location(table: String): String = spark.sql(s"DESCRIBE TABLE EXTENDED $table")
     .where("col_name = 'Location'").head().getString(1)

@@ -1,9 +1,5 @@
 package io.strata.dml
 
-import java.util.concurrent.{CountDownLatch, TimeUnit}
-import java.util.concurrent.atomic.AtomicInteger
-
-import org.apache.spark.scheduler.{SparkListener, SparkListenerJobStart}
 import org.apache.spark.sql.Row
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -98,26 +94,6 @@ class DmlFileSelectionSuite extends AnyFunSuite with DmlTestSupport {
     assert(spark.table(t).count() == 10000)
   }
 
-  /** The jobs Spark started while `body` ran (a listener; a marker job after `body` flushes the listener bus). */
-  private def jobsDuring(body: => Unit): Int = {
-    val started = new AtomicInteger()
-    val marker = new CountDownLatch(1)
-    val markerName = s"marker-${System.nanoTime()}"
-    val listener = new SparkListener {
-      override def onJobStart(e: SparkListenerJobStart): Unit =
-        if (Option(e.properties).flatMap(p => Option(p.getProperty("spark.job.description"))).contains(markerName)) {
-          marker.countDown()
-        } else started.incrementAndGet()
-    }
-    spark.sparkContext.addSparkListener(listener)
-    try {
-      body
-      spark.sparkContext.setJobDescription(markerName)
-      try spark.sparkContext.parallelize(Seq(1), 1).count() finally spark.sparkContext.setJobDescription(null)
-      assert(marker.await(60, TimeUnit.SECONDS), "the marker job never reached the listener")
-      started.get()
-    } finally spark.sparkContext.removeSparkListener(listener)
-  }
 
   test("a DELETE of whole partitions runs no Spark job and commits removes only") {
     val t = freshTable("dmlf", "(id BIGINT, d DATE, p STRING) USING strata PARTITIONED BY (p, d)")

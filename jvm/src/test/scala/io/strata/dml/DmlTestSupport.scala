@@ -1,7 +1,6 @@
 package io.strata.dml
 
 import java.nio.file.{Files, Paths}
-import java.util.concurrent.atomic.AtomicBoolean
 
 import io.strata.SparkTestSession
 import io.strata.log._
@@ -37,26 +36,6 @@ trait DmlTestSupport extends SparkTestSession { self: Suite =>
   def causeOf[T <: Throwable](e: Throwable)(implicit ct: scala.reflect.ClassTag[T]): T =
     causes(e).collectFirst { case t: T => t }.getOrElse(fail(s"no ${ct.runtimeClass.getSimpleName} in the causes of $e", e))
 
-  /**
-   * Runs `body`; the first commit attempt of any transaction in it first waits for `rival`, run to its end on a
-   * thread of its own (outside `body`'s SQL execution, as another application would be). No sleeps: the rival lands
-   * between the statement's read and its commit on every run.
-   */
-  def withRivalBeforeCommit[T](rival: => Unit)(body: => T): T = {
-    val fired = new AtomicBoolean(false)
-    Transaction.beforeCommitHook.set(Some { _ =>
-      if (fired.compareAndSet(false, true)) {
-        var failure: Option[Throwable] = None
-        val t = new Thread(() => try {
-          spark.sparkContext.setLocalProperty("spark.sql.execution.id", null)
-          rival
-        } catch { case e: Throwable => failure = Some(e) })
-        t.start(); t.join()
-        failure.foreach(e => throw new IllegalStateException("the rival failed", e))
-      }
-    })
-    try body finally Transaction.beforeCommitHook.set(None)
-  }
 
   /** Like [[withRivalBeforeCommit]], and asserts that the rival did run. */
   def raced[T](rival: => Unit)(body: => T): T = {
@@ -80,5 +59,26 @@ trait DmlTestSupport extends SparkTestSession { self: Suite =>
       f.copy(path = f.path.substring(0, f.path.length - src.getFileName.toString.length) + name)
     }
     txn.commit(TableOperation.RewriteFiles(old, renamed), Nil, Operation("OPTIMIZE"))
+  }
+
+  /** The jobs Spark started while `body` ran (a listener; a marker job after `body` flushes the listener bus). */
+  def jobsDuring(body: => Unit): Int = {
+    val started = new java.util.concurrent.atomic.AtomicInteger()
+    val marker = new java.util.concurrent.CountDownLatch(1)
+    val markerName = s"marker-${System.nanoTime()}"
+    val listener = new org.apache.spark.scheduler.SparkListener {
+      override def onJobStart(e: org.apache.spark.scheduler.SparkListenerJobStart): Unit =
+        if (Option(e.properties).flatMap(p => Option(p.getProperty("spark.job.description"))).contains(markerName)) {
+          marker.countDown()
+        } else started.incrementAndGet()
+    }
+    spark.sparkContext.addSparkListener(listener)
+    try {
+      body
+      spark.sparkContext.setJobDescription(markerName)
+      try spark.sparkContext.parallelize(Seq(1), 1).count() finally spark.sparkContext.setJobDescription(null)
+      assert(marker.await(60, java.util.concurrent.TimeUnit.SECONDS), "the marker job never reached the listener")
+      started.get()
+    } finally spark.sparkContext.removeSparkListener(listener)
   }
 }

@@ -1,17 +1,10 @@
 package io.strata.dml
 
-import io.strata.SparkTestSession
-import io.strata.log.TableLog
-import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.Row
 import org.scalatest.funsuite.AnyFunSuite
 
 /** DELETE, UPDATE and MERGE on Strata tables, against the same statements on a Parquet table (the expected rows). */
-class RowLevelSuite extends AnyFunSuite with SparkTestSession {
-  private def rows(df: DataFrame): Seq[Row] = df.collect().toSeq.sortBy(_.toString)
-  private def log(table: String) = TableLog.forPath(new Path(location(table)), new Configuration())
-  private def lastCommit(table: String) = log(table).history().head.commitInfo.get
+class RowLevelSuite extends AnyFunSuite with DmlTestSupport {
 
   test("DELETE, UPDATE and MERGE rewrite only the files holding matching rows") {
     val t = freshTable("dml", "(id BIGINT, v STRING, p STRING) USING strata PARTITIONED BY (p)")
@@ -122,34 +115,12 @@ class RowLevelSuite extends AnyFunSuite with SparkTestSession {
     assert(rows(spark.sql(s"SELECT v, count(*) FROM $t GROUP BY v")) == Seq(Row("x", 9L), Row("z", 1L)))
   }
 
-  /**
-   * The Spark jobs `body` runs. Listener events arrive in order: once a marker job started after `body` is seen,
-   * every job of `body` has been counted.
-   */
-  private def jobsOf(body: => Unit): Int = {
-    val jobs = new java.util.concurrent.atomic.AtomicInteger()
-    val marker = new java.util.concurrent.CountDownLatch(1)
-    val sc = spark.sparkContext
-    val listener = new org.apache.spark.scheduler.SparkListener {
-      override def onJobStart(e: org.apache.spark.scheduler.SparkListenerJobStart): Unit =
-        if (Option(e.properties).exists(_.getProperty("strata.test.marker") == "1")) marker.countDown()
-        else jobs.incrementAndGet()
-    }
-    sc.addSparkListener(listener)
-    try {
-      body
-      sc.setLocalProperty("strata.test.marker", "1")
-      try sc.parallelize(Seq(1), 1).count() finally sc.setLocalProperty("strata.test.marker", null)
-      assert(marker.await(60, java.util.concurrent.TimeUnit.SECONDS), "the marker job's start was never delivered")
-    } finally sc.removeSparkListener(listener)
-    jobs.get()
-  }
 
   test("a DELETE that covers whole files by their statistics removes them without a job; a partial one rewrites") {
     val t = freshTable("dml", "(id BIGINT, v STRING) USING strata")
     (0 until 4).foreach(i => spark.sql(s"INSERT INTO $t SELECT id, 'x' FROM range(${i * 10}, ${i * 10 + 10}, 1, 1)"))
     assert(log(t).snapshot().files.size == 4)
-    assert(jobsOf(spark.sql(s"DELETE FROM $t WHERE id < 20")) == 0)
+    assert(jobsDuring(spark.sql(s"DELETE FROM $t WHERE id < 20")) == 0)
     val m = lastCommit(t).json.get("operationMetrics")
     assert(m.get("numRemovedFiles").asText == "2" && m.get("numAddedFiles").asText == "0" &&
       m.get("numDeletedRows").asText == "20", m)

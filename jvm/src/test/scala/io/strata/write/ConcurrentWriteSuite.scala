@@ -1,7 +1,6 @@
 package io.strata.write
 
 import java.nio.file.{Files, Paths}
-import java.util.concurrent.atomic.AtomicBoolean
 
 import io.strata.SparkTestSession
 import io.strata.log._
@@ -23,23 +22,6 @@ class ConcurrentWriteSuite extends AnyFunSuite with SparkTestSession {
   private def rows(df: DataFrame): Seq[Row] = df.collect().toSeq.sortBy(_.toString)
   private def table(path: String): Seq[Row] = rows(spark.read.format("strata").load(path).select("id", "p"))
 
-  /** Runs `body`; the first commit attempt of any transaction in it first waits for `rival` (on its own thread). */
-  private def withRivalBeforeCommit[T](rival: => Unit)(body: => T): T = {
-    val fired = new AtomicBoolean(false)
-    Transaction.beforeCommitHook.set(Some { _ =>
-      if (fired.compareAndSet(false, true)) {
-        // A thread of its own, outside the write's SQL execution, as another application would be.
-        var failure: Option[Throwable] = None
-        val t = new Thread(() => try {
-          spark.sparkContext.setLocalProperty("spark.sql.execution.id", null)
-          rival
-        } catch { case e: Throwable => failure = Some(e) })
-        t.start(); t.join()
-        failure.foreach(e => throw new IllegalStateException("the rival failed", e))
-      }
-    })
-    try body finally Transaction.beforeCommitHook.set(None)
-  }
 
   private def append(path: String, rows: (Long, String)*): Unit =
     rows.toDF("id", "p").write.format("strata").mode("append").save(path)
