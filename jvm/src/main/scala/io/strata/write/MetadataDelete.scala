@@ -15,11 +15,12 @@ object MetadataDelete {
   /** True when the DELETE of `conditions` (SQL) on `snapshot` can remove whole files only. */
   def canDelete(snapshot: Snapshot, conditions: Seq[String]): Boolean = {
     val table = TableSchema.of(snapshot.metadata)
-    onPartitionsOnly(conditions, table.partitionColumns) || {
-      val p = byStatistics(snapshot, conditions)
-      snapshot.files.forall(f => !p.mayMatch(f.partitionValues, f.stats) || p.mustMatchAll(f.partitionValues, f.stats))
-    }
+    onPartitionsOnly(conditions, table.partitionColumns) || wholeFiles(snapshot, byStatistics(snapshot, conditions))
   }
+
+  /** True when `p` matches every row of each file of `snapshot`, or none. */
+  private def wholeFiles(snapshot: Snapshot, p: ConditionPredicate): Boolean =
+    snapshot.files.forall(f => !p.mayMatch(f.partitionValues, f.stats) || p.mustMatchAll(f.partitionValues, f.stats))
 
   def delete(log: TableLog, snapshot: Snapshot, conditions: Seq[String], options: WriteOptions): CommitResult = {
     val table = TableSchema.of(snapshot.metadata)
@@ -36,7 +37,7 @@ object MetadataDelete {
         val p = byStatistics(snapshot, conditions)
         val files = snapshot.files.filter(f => p.mustMatchAll(f.partitionValues, f.stats))
         // Checked again on this very snapshot: a file that only partly matches must not be removed whole.
-        if (!canDelete(snapshot, conditions)) throw new IllegalStateException(
+        if (!wholeFiles(snapshot, p)) throw new IllegalStateException(
           s"DELETE where $sql: some file holds both matching and other rows; it needs a rewrite")
         (files, p)
       }

@@ -1,6 +1,6 @@
 package io.strata.write
 
-import io.strata.log.{ActionCodec, AddFile}
+import io.strata.log.AddFile
 
 /**
  * The commitInfo metrics of DELETE / UPDATE / MERGE, under delta-spark's names so that `DESCRIBE HISTORY` shows them
@@ -32,8 +32,7 @@ object RowLevelMetrics {
 
   /** The files' total record count, if each one's statistics have it. */
   def total(files: Seq[AddFile]): Option[Long] = {
-    val counts = files.map(f => f.stats.flatMap(s => Option(ActionCodec.mapper.readTree(s).get("numRecords")))
-      .map(_.asLong))
+    val counts = files.map(TableWrite.recordCount)
     if (counts.forall(_.isDefined)) Some(counts.flatten.sum) else None
   }
 }

@@ -212,6 +212,9 @@ object TableWrite {
   }
 
   /** The row count recorded in an add action's stats. */
-  def numRecords(f: AddFile): Long =
-    f.stats.flatMap(s => Option(ActionCodec.mapper.readTree(s).get("numRecords"))).map(_.asLong).getOrElse(0L)
+  def numRecords(f: AddFile): Long = recordCount(f).getOrElse(0L)
+
+  /** The row count in an add action's stats, if they have one. */
+  def recordCount(f: AddFile): Option[Long] =
+    f.stats.flatMap(s => Option(ActionCodec.mapper.readTree(s).get("numRecords"))).map(_.asLong)
 }
