@@ -116,6 +116,10 @@ object DeletionVectors {
   }
 }
 
+object DeletedRows {
+  val empty: DeletedRows = new DeletedRows(Nil)
+}
+
 /** The deleted row indexes of one data file: 32-bit Roaring bitmaps keyed by the indexes' high 32 bits. */
 final class DeletedRows private[log] (bitmaps: Seq[(Long, RoaringBitmap)]) extends Serializable {
   private val byKey = bitmaps.toMap

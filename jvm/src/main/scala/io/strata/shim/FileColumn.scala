@@ -49,43 +49,57 @@ object FileColumn {
 final class StrataScanBuilder(spark: SparkSession, index: Boolean => PartitioningAwareFileIndex, schema: StructType,
                               dataSchema: StructType, options: CaseInsensitiveStringMap)
     extends ScanBuilder with SupportsPushDownCatalystFilters with SupportsPushDownRequiredColumns {
-  private def builder(withFile: Boolean) = new ParquetScanBuilder(spark, index(withFile), schema, dataSchema, options)
-  private val plain = builder(withFile = false)
+  private val plainIndex = index(false)
+  private val plain = ParquetScans.builder(spark, plainIndex, schema, dataSchema, options)
   private var filters: Seq[Expression] = Nil
-  private var required: Option[StructType] = None
+  private var required: StructType = schema
 
   override def pushFilters(fs: Seq[Expression]): Seq[Expression] = { filters = fs; plain.pushFilters(fs) }
   override def pushedFilters: Array[Predicate] = plain.pushedFilters
-  override def pruneColumns(s: StructType): Unit = { required = Some(s); plain.pruneColumns(s) }
+  override def pruneColumns(s: StructType): Unit = required = s
 
-  override def build(): Scan = required match {
-    case Some(s) if FileColumn.requested(s) =>
-      val withFile = builder(withFile = true)
-      withFile.pushFilters(filters)
-      withFile.pruneColumns(s)
-      withFile.build()
-    case _ => plain.build()
-  }
+  override def build(): Scan = if (FileColumn.requested(required)) {
+    val withFileIndex = index(true)
+    val withFile = ParquetScans.builder(spark, withFileIndex, schema, dataSchema, options)
+    withFile.pushFilters(filters)
+    ParquetScans.build(withFile, withFileIndex, required)
+  } else ParquetScans.build(plain, plainIndex, required)
 }
 
-/** DataSource V2 scans over a log-driven file index, through Spark's own Parquet scan builder. */
+/**
+ * DataSource V2 scans over a log-driven file index, through Spark's own Parquet scan builder. When some file of the
+ * index has a deletion vector, the builder also reads each row's index in its file and the scan is wrapped in a
+ * [[DeletionVectorScan]] that drops the deleted rows.
+ */
 object ParquetScans {
-  def scanBuilder(spark: SparkSession, index: PartitioningAwareFileIndex, schema: StructType, dataSchema: StructType,
-                  options: CaseInsensitiveStringMap): ScanBuilder =
-    new ParquetScanBuilder(spark, index, schema, dataSchema, options)
+  private def deletionVectorTable(index: PartitioningAwareFileIndex): Option[String] = index match {
+    case l: LogFileIndex if l.hasDeletionVectors => Some(l.readTablePath.toString)
+    case _ => None
+  }
+
+  def builder(spark: SparkSession, index: PartitioningAwareFileIndex, schema: StructType, dataSchema: StructType,
+              options: CaseInsensitiveStringMap): ParquetScanBuilder = new ParquetScanBuilder(spark, index, schema,
+    if (deletionVectorTable(index).isDefined) dataSchema.add(DeletionVectorReads.RowIndexField) else dataSchema, options)
+
+  /** Prunes `builder` (made by [[builder]] over `index`) to `required` and builds its scan. */
+  def build(builder: ParquetScanBuilder, index: PartitioningAwareFileIndex, required: StructType): Scan =
+    deletionVectorTable(index) match {
+      case None => builder.pruneColumns(required); builder.build()
+      case Some(table) =>
+        builder.pruneColumns(required.add(DeletionVectorReads.RowIndexField))
+        new DeletionVectorScan(builder.build(), table)
+    }
 
   /**
    * A scan returning every row of the index's files, with every column: no filter reaches Parquet (its row-group
    * skipping would drop rows a file rewrite must keep) and a missing or corrupt file fails the scan instead of
-   * being skipped, whatever the session says.
+   * being skipped, whatever the session says. Rows deleted by a deletion vector are not returned.
    */
   def wholeFiles(spark: SparkSession, index: PartitioningAwareFileIndex, schema: StructType,
                  dataSchema: StructType): Scan = {
     val options = new CaseInsensitiveStringMap(Map("ignoreMissingFiles" -> "false",
       "ignoreCorruptFiles" -> "false").asJava)
-    val builder = new ParquetScanBuilder(spark, index, schema, dataSchema, options)
-    builder.pruneColumns(StructType(schema.fields ++ index.partitionSchema.fields.filterNot(f =>
-      schema.fieldNames.exists(_.equalsIgnoreCase(f.name)))))
-    builder.build()
+    build(builder(spark, index, schema, dataSchema, options), index, StructType(schema.fields ++
+      index.partitionSchema.fields.filterNot(f => schema.fieldNames.exists(_.equalsIgnoreCase(f.name)))))
   }
 }

@@ -214,7 +214,6 @@ object TableWrite {
   /** The row count recorded in an add action's stats. */
   def numRecords(f: AddFile): Long = recordCount(f).getOrElse(0L)
 
-  /** The row count in an add action's stats, if they have one. */
-  def recordCount(f: AddFile): Option[Long] =
-    f.stats.flatMap(s => Option(ActionCodec.mapper.readTree(s).get("numRecords"))).map(_.asLong)
+  /** The rows a reader sees in the file (its stats' count minus its deletion vector's), if its stats count them. */
+  def recordCount(f: AddFile): Option[Long] = f.logicalRows
 }
