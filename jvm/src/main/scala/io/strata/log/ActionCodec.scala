@@ -98,7 +98,7 @@ object ActionCodec {
       o.put("size", f.size).put("modificationTime", f.modificationTime).put("dataChange", f.dataChange)
       f.stats.foreach(o.put("stats", _))
       if (f.tags.nonEmpty) o.set[JsonNode]("tags", stringMapNode(f.tags))
-      f.deletionVector.foreach(dv => o.set[JsonNode]("deletionVector", deletionVectorNode(dv)))
+      f.deletionVector.foreach(dv => o.set[JsonNode]("deletionVector", dv.toJson))
       withExtra(o, f.extra)
     case r: RemoveFile =>
       val o = nodes.objectNode().put("path", r.path)
@@ -109,7 +109,7 @@ object ActionCodec {
       r.size.foreach(s => o.put("size", s))
       r.stats.foreach(o.put("stats", _))
       if (r.tags.nonEmpty) o.set[JsonNode]("tags", stringMapNode(r.tags))
-      r.deletionVector.foreach(dv => o.set[JsonNode]("deletionVector", deletionVectorNode(dv)))
+      r.deletionVector.foreach(dv => o.set[JsonNode]("deletionVector", dv.toJson))
       withExtra(o, r.extra)
     case t: SetTransaction =>
       val o = nodes.objectNode().put("appId", t.appId).put("version", t.version)
@@ -135,14 +135,6 @@ object ActionCodec {
         case e: CorruptLogException => throw new MalformedActionException(e.getMessage)
       }
     }
-
-  /** A deletion vector descriptor's fields, in the order delta-spark writes them. */
-  private def deletionVectorNode(dv: DeletionVectorDescriptor): JsonNode = {
-    val o = nodes.objectNode().put("storageType", dv.storageType).put("pathOrInlineDv", dv.pathOrInlineDv)
-    dv.offset.foreach(off => o.put("offset", off))
-    o.put("sizeInBytes", dv.sizeInBytes).put("cardinality", dv.cardinality)
-    o
-  }
 
   // ---- helpers -------------------------------------------------------------------------------------------------
 

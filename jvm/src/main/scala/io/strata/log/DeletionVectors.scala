@@ -47,10 +47,6 @@ object DeletionVectorDescriptor {
   /** delta-spark's descriptor of an empty vector (inline, no data); a file action with no deleted rows has none. */
   val Empty: DeletionVectorDescriptor = DeletionVectorDescriptor("i", "", None, 0, 0L)
 
-  /** The descriptor of an add or remove action, from its `deletionVector` field. */
-  def of(extra: Option[com.fasterxml.jackson.databind.node.ObjectNode]): Option[DeletionVectorDescriptor] =
-    extra.flatMap(e => Option(e.get("deletionVector"))).filterNot(_.isNull).map(parse)
-
   def parse(n: JsonNode): DeletionVectorDescriptor = {
     def field(name: String) = Option(n.get(name)).filterNot(_.isNull).getOrElse(
       throw new CorruptLogException(s"Deletion vector descriptor $n has no '$name'."))

@@ -58,9 +58,10 @@ object DeletionVectorReads {
  * Drops deleted rows from what Spark's Parquet reader returned for one file: batches or rows laid out as
  * `outputTypes` with the row index at `rowIndexOrdinal` in addition. What comes out has no row index column.
  */
-final class DeletedRowsFilter(deleted: DeletedRows, rowIndexOrdinal: Int, outputTypes: Seq[DataType]) {
+final class DeletedRowsFilter(deleted: DeletedRows, rowIndexOrdinal: Int, outputTypes: Seq[DataType],
+                              keepIndex: Boolean = false) {
   private val none = deleted.cardinality == 0
-  private val kept: Array[Int] = (0 to outputTypes.size).filter(_ != rowIndexOrdinal).toArray
+  private val kept: Array[Int] = (0 to outputTypes.size).filter(c => keepIndex || c != rowIndexOrdinal).toArray
   private lazy val project: UnsafeProjection = UnsafeProjection.create(
     kept.toSeq.zipWithIndex.map { case (from, to) => BoundReference(from, outputTypes(to), nullable = true) })
 
@@ -83,7 +84,7 @@ final class DeletedRowsFilter(deleted: DeletedRows, rowIndexOrdinal: Int, output
 
   /** The row without the index column, or None when it is deleted. */
   def row(r: InternalRow): Option[InternalRow] =
-    if (!none && deleted.contains(r.getLong(rowIndexOrdinal))) None else Some(project(r))
+    if (!none && deleted.contains(r.getLong(rowIndexOrdinal))) None else Some(if (keepIndex) r else project(r))
 
   /** Filters a reader's output, which holds batches or rows (Spark's V1 readers mix them behind one type). */
   def apply(it: Iterator[InternalRow]): Iterator[InternalRow] = it.asInstanceOf[Iterator[Any]].flatMap {
@@ -93,9 +94,13 @@ final class DeletedRowsFilter(deleted: DeletedRows, rowIndexOrdinal: Int, output
 }
 
 object DeletedRowsFilter {
-  /** The filter for a reader whose output schema `withIndex` holds the row index column. */
-  def apply(deleted: DeletedRows, withIndex: StructType): DeletedRowsFilter = {
+  /**
+   * The filter for a reader whose output schema `withIndex` holds the row index column; `keepIndex`: the output
+   * keeps that column (a row-level operation's row id).
+   */
+  def apply(deleted: DeletedRows, withIndex: StructType, keepIndex: Boolean = false): DeletedRowsFilter = {
     val ordinal = withIndex.fields.indexWhere(DeletionVectorReads.isRowIndex)
-    new DeletedRowsFilter(deleted, ordinal, withIndex.fields.filterNot(DeletionVectorReads.isRowIndex).map(_.dataType).toSeq)
+    new DeletedRowsFilter(deleted, ordinal, withIndex.fields.filterNot(DeletionVectorReads.isRowIndex).map(_.dataType).toSeq,
+      keepIndex)
   }
 }

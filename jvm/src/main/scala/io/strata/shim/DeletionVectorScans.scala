@@ -57,9 +57,15 @@ final class DeletionVectorParquetFormat(val tablePath: String) extends ParquetFi
  * column ([[DeletionVectorReads.RowIndexField]]) among its data columns; this scan hides that column and drops the
  * rows each file's vector marks deleted.
  */
-final class DeletionVectorScan(val inner: Scan, tablePath: String) extends Scan with SupportsReportStatistics {
+final class DeletionVectorScan(val inner: Scan, tablePath: String, keepRowIndexAs: Option[String] = None)
+    extends Scan with SupportsReportStatistics {
   private val innerSchema = inner.readSchema()
-  override def readSchema(): StructType = StructType(innerSchema.fields.filterNot(DeletionVectorReads.isRowIndex))
+  /** Without the row index column, or with it under the name `keepRowIndexAs` (same place: rows are positional). */
+  override def readSchema(): StructType = keepRowIndexAs match {
+    case None => StructType(innerSchema.fields.filterNot(DeletionVectorReads.isRowIndex))
+    case Some(name) => StructType(innerSchema.fields.map(f =>
+      if (DeletionVectorReads.isRowIndex(f)) f.copy(name = name, nullable = false) else f))
+  }
   override def description(): String = inner.description() + " with deletion vectors"
   override def columnarSupportMode(): Scan.ColumnarSupportMode = inner.columnarSupportMode()
   override def estimateStatistics(): Statistics = inner match {
@@ -77,14 +83,15 @@ final class DeletionVectorScan(val inner: Scan, tablePath: String) extends Scan 
     new Batch {
       override def planInputPartitions(): Array[InputPartition] = batch.planInputPartitions()
       override def createReaderFactory(): PartitionReaderFactory = batch.createReaderFactory() match {
-        case f: ParquetPartitionReaderFactory => new DeletionVectorReaderFactory(f, tablePath, conf, innerSchema)
+        case f: ParquetPartitionReaderFactory =>
+          new DeletionVectorReaderFactory(f, tablePath, conf, innerSchema, keepRowIndexAs.isDefined)
         case other => throw new IllegalStateException(s"Spark's Parquet scan returned reader factory $other")
       }
     }
   }
 
   override def equals(other: Any): Boolean = other match {
-    case s: DeletionVectorScan => s.inner == inner
+    case s: DeletionVectorScan => s.inner == inner && s.readSchema() == readSchema()
     case _ => false
   }
   override def hashCode(): Int = inner.hashCode()
@@ -92,13 +99,15 @@ final class DeletionVectorScan(val inner: Scan, tablePath: String) extends Scan 
 
 /** Wraps each file's reader of Spark's Parquet reader factory with that file's [[DeletedRowsFilter]]. */
 final class DeletionVectorReaderFactory(inner: ParquetPartitionReaderFactory, tablePath: String,
-                                        conf: Broadcast[SerializableConfiguration], output: StructType)
+                                        conf: Broadcast[SerializableConfiguration], output: StructType,
+                                        keepRowIndex: Boolean)
     extends FilePartitionReaderFactory {
   override def options: FileSourceOptions = inner.options // the Parquet factory's, public as a case class field
   override def supportColumnarReads(partition: InputPartition): Boolean = inner.supportColumnarReads(partition)
 
   private def filter(file: PartitionedFile): DeletedRowsFilter = DeletedRowsFilter(
-    DeletionVectorReads.deletedRows(file, tablePath, conf.value.value).getOrElse(io.strata.log.DeletedRows.empty), output)
+    DeletionVectorReads.deletedRows(file, tablePath, conf.value.value).getOrElse(io.strata.log.DeletedRows.empty), output,
+    keepRowIndex)
 
   override def buildReader(file: PartitionedFile): PartitionReader[InternalRow] = {
     val f = filter(file)

@@ -34,6 +34,14 @@ object FileColumn {
     override def metadataInJSON(): String = s"""{"${MetadataColumn.PRESERVE_ON_UPDATE}":false}"""
   }
 
+  /** The same column as part of a merge-on-read row id (with [[RowIndexColumn]]): Spark wants row ids non-null. */
+  val rowIdColumn: MetadataColumn = new MetadataColumn {
+    override def name(): String = Name
+    override def dataType(): DataType = StringType
+    override def isNullable: Boolean = false
+    override def comment(): String = "the data file holding the row"
+  }
+
   /** `values` (partition values in `schema` order) followed by the file's path. */
   def append(values: InternalRow, schema: StructType, path: Path): InternalRow =
     InternalRow.fromSeq(values.toSeq(schema) :+ UTF8String.fromString(path.toString))
@@ -58,12 +66,34 @@ final class StrataScanBuilder(spark: SparkSession, index: Boolean => Partitionin
   override def pushedFilters: Array[Predicate] = plain.pushedFilters
   override def pruneColumns(s: StructType): Unit = required = s
 
-  override def build(): Scan = if (FileColumn.requested(required)) {
-    val withFileIndex = index(true)
-    val withFile = ParquetScans.builder(spark, withFileIndex, schema, dataSchema, options)
-    withFile.pushFilters(filters)
-    ParquetScans.build(withFile, withFileIndex, required)
-  } else ParquetScans.build(plain, plainIndex, required)
+  /** The conditions Spark pushed (what a row-level operation's scan selects, for its read set). */
+  def pushedConditions: Seq[Expression] = filters
+
+  override def build(): Scan = {
+    val withFile = FileColumn.requested(required)
+    val idx = if (withFile) index(true) else plainIndex
+    val b = if (!withFile && !RowIndexColumn.requested(required)) plain else {
+      val fresh = ParquetScans.builder(spark, idx, schema, dataSchema, options, RowIndexColumn.requested(required))
+      fresh.pushFilters(filters)
+      fresh
+    }
+    ParquetScans.build(b, idx, required)
+  }
+}
+
+/**
+ * The metadata column holding a row's index in its data file (`_strata_row_index`): with [[FileColumn]], the row id
+ * of merge-on-read DELETE / UPDATE / MERGE. Spark's Parquet reader computes it ([[DeletionVectorReads.RowIndexField]]).
+ */
+object RowIndexColumn {
+  val Name = "_strata_row_index"
+  val metadataColumn: MetadataColumn = new MetadataColumn {
+    override def name(): String = Name
+    override def dataType(): DataType = org.apache.spark.sql.types.LongType
+    override def isNullable: Boolean = false
+    override def comment(): String = "the row's index in its data file"
+  }
+  def requested(schema: StructType): Boolean = schema.fieldNames.exists(_.equalsIgnoreCase(Name))
 }
 
 /**
@@ -77,18 +107,24 @@ object ParquetScans {
     case _ => None
   }
 
+  /** `rowIndex`: the scan will also return each row's index in its file ([[RowIndexColumn]]). */
   def builder(spark: SparkSession, index: PartitioningAwareFileIndex, schema: StructType, dataSchema: StructType,
-              options: CaseInsensitiveStringMap): ParquetScanBuilder = new ParquetScanBuilder(spark, index, schema,
-    if (deletionVectorTable(index).isDefined) dataSchema.add(DeletionVectorReads.RowIndexField) else dataSchema, options)
+              options: CaseInsensitiveStringMap, rowIndex: Boolean = false): ParquetScanBuilder =
+    new ParquetScanBuilder(spark, index, schema,
+      if (deletionVectorTable(index).isDefined || rowIndex) dataSchema.add(DeletionVectorReads.RowIndexField)
+      else dataSchema, options)
 
   /** Prunes `builder` (made by [[builder]] over `index`) to `required` and builds its scan. */
-  def build(builder: ParquetScanBuilder, index: PartitioningAwareFileIndex, required: StructType): Scan =
-    deletionVectorTable(index) match {
+  def build(builder: ParquetScanBuilder, index: PartitioningAwareFileIndex, required: StructType): Scan = {
+    val rowIndex = RowIndexColumn.requested(required)
+    deletionVectorTable(index).orElse(if (rowIndex) Some(index.rootPaths.head.toString) else None) match {
       case None => builder.pruneColumns(required); builder.build()
       case Some(table) =>
-        builder.pruneColumns(required.add(DeletionVectorReads.RowIndexField))
-        new DeletionVectorScan(builder.build(), table)
+        builder.pruneColumns(StructType(required.fields.filterNot(f => RowIndexColumn.requested(StructType(Seq(f)))))
+          .add(DeletionVectorReads.RowIndexField))
+        new DeletionVectorScan(builder.build(), table, if (rowIndex) Some(RowIndexColumn.Name) else None)
     }
+  }
 
   /**
    * A scan returning every row of the index's files, with every column: no filter reaches Parquet (its row-group

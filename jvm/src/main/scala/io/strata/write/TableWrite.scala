@@ -125,6 +125,12 @@ final class TableWrite private (
     txn.commit(op, appTxn.toSeq, Operation(operationName, params, metrics, options.userMetadata))
   }
 
+  /** Commits an operation the caller built (merge-on-read row changes), with this write's application version. */
+  def commitOperation(op: TableOperation, operation: Operation): CommitResult = {
+    val appTxn = options.appTransaction.map { case (app, v) => SetTransaction(app, v, Some(System.currentTimeMillis())) }
+    txn.commit(op, appTxn.toSeq, operation)
+  }
+
   /** The log operation this write is, given the files it wrote. */
   private def operation(added: Seq[AddFile]): TableOperation = (definition, mode) match {
     case (Some(createOnly), _) =>
