@@ -98,4 +98,20 @@ class MergeOnReadSuite extends AnyFunSuite with DmlTestSupport {
     assert(!rowsOf(dv, "id").contains(Row(2L)) && !rowsOf(dv, "id").contains(Row(4L)))
     assert(rowsOf(dv).size == 38)
   }
+
+  test("a checkpoint carries the vectors of adds and removes; replay from it gives the same files and rows") {
+    val (dv, cow) = pair()
+    spark.sql(s"ALTER TABLE $dv SET TBLPROPERTIES ('delta.checkpointInterval' = '2')")
+    Seq("DELETE FROM {t} WHERE id = 1", "DELETE FROM {t} WHERE id = 3", "UPDATE {t} SET v = 'u' WHERE id = 5")
+      .foreach(both(dv, cow))
+    val snap = log(dv).snapshot()
+    val cp = snap.segment.checkpointVersion.getOrElse(fail("no checkpoint written"))
+    val cpFile = io.strata.log.FileNames.checkpointFile(log(dv).logPath, cp)
+    val actions = io.strata.log.Checkpoints.read(cpFile, log(dv).conf).toSeq
+    val cpAdds = actions.collect { case a: io.strata.log.AddFile => (a.path, a.deletionVector) }
+    assert(cpAdds.exists(_._2.isDefined), cpAdds)
+    assert(actions.collect { case r: io.strata.log.RemoveFile => r }.exists(_.deletionVector.isDefined))
+    assert(cpAdds.toSet == log(dv).snapshotAt(cp).files.map(f => (f.path, f.deletionVector)).toSet)
+    assert(rowsOf(dv) == rowsOf(cow))
+  }
 }

@@ -1,7 +1,7 @@
 package io.strata.write.v2
 
 import io.strata.config.WriteConf
-import io.strata.log.{AddFile, DeletedRows, DeletionVectors, FilePredicate, Operation, Snapshot, StrataException, TableOperation}
+import io.strata.log.{AddFile, DeletedRows, DeletionVectors, FilePredicate, Operation, RowDeleteRebase, Snapshot, StrataException, TableOperation}
 import io.strata.shim.MergeClauses
 import io.strata.write.{DeletionVectorChanges, JobFiles, TableWrite}
 import io.strata.write.v1.DirectCommitProtocol
@@ -83,6 +83,7 @@ final class MergeOnReadBatchWrite(tableWrite: TableWrite, snapshot: Snapshot, co
     written = added.size.toLong
     val start = System.nanoTime()
     var vectors: Option[org.apache.hadoop.fs.Path] = None
+    var rebase: Option[RowDeleteRebase] = None
     try {
       val deleted = tasks.flatMap(_.deletes).groupMapReduce(_._1)(e => DeletionVectors.decode(e._2))(_ union _)
       val changes = DeletionVectorChanges(snapshot, deleted, log.conf, maxInlineBytes = 0)
@@ -99,17 +100,21 @@ final class MergeOnReadBatchWrite(tableWrite: TableWrite, snapshot: Snapshot, co
       })
       val params = Map("predicate" -> io.strata.log.ActionCodec.mapper.writeValueAsString(
         Array(condition().toString))) ++ (if (command == "MERGE") MergeClauses.current() else Map.empty)
-      val op = TableOperation.DeleteRows(condition(), changes.changed, added)
+      // DELETE and UPDATE read exactly the rows they delete: a concurrent vector on other rows of a file is absorbed.
+      rebase = if (command == "MERGE") None else Some(new RowDeleteRebase(log.tablePath, log.conf,
+        changes.changed.map { case (old, _) => snapshot.absolutePath(old.path).toString -> old }.toMap,
+        changes.newRows, f => DeletionVectorChanges.physicalRows(f, log.tablePath, log.conf)))
+      val op = TableOperation.DeleteRows(condition(), changes.changed, added, rebase)
       val result = tableWrite.commitOperation(op, Operation(command, params, metrics, tableWrite.options.userMetadata))
-      if (result.alreadyCommitted) cleanUp(added, vectors)
+      if (result.alreadyCommitted) cleanUp(added, vectors.toSeq ++ rebase.toSeq.flatMap(_.writtenFiles))
       else committed = Some((result.version, (System.nanoTime() - start) / 1000000L))
       if (tasks.exists(_.rows.rerun)) jobFiles.sweepAfterCommit(log.conf, added)
     } catch {
-      case e: StrataException => cleanUp(added, vectors); throw e
+      case e: StrataException => cleanUp(added, vectors.toSeq ++ rebase.toSeq.flatMap(_.writtenFiles)); throw e
     }
   }
 
-  private def cleanUp(added: Seq[AddFile], vectors: Option[org.apache.hadoop.fs.Path]): Unit = {
+  private def cleanUp(added: Seq[AddFile], vectors: Seq[org.apache.hadoop.fs.Path]): Unit = {
     DirectCommitProtocol.deleteFiles(log.tablePath.toString, added, log.conf)
     vectors.foreach(p => scala.util.Try(p.getFileSystem(log.conf).delete(p, false)))
   }
