@@ -114,4 +114,26 @@ class MergeOnReadSuite extends AnyFunSuite with DmlTestSupport {
     assert(cpAdds.toSet == log(dv).snapshotAt(cp).files.map(f => (f.path, f.deletionVector)).toSet)
     assert(rowsOf(dv) == rowsOf(cow))
   }
+
+  test("spark.strata.properties.defaults.enableDeletionVectors turns vectors on for new tables only") {
+    val existing = freshTable("mor_def_old", s"$cols USING strata")
+    spark.conf.set("spark.strata.properties.defaults.enableDeletionVectors", "true")
+    try {
+      val created = freshTable("mor_def", s"$cols USING strata")
+      val optedOut = freshTable("mor_def_off", s"$cols USING strata TBLPROPERTIES ('delta.enableDeletionVectors' = 'false')")
+      val path = tempDir("mor-def-path").resolve("t").toString
+      spark.range(3).selectExpr("id", "'a' AS v", "'x' AS p").write.format("strata").save(path)
+      spark.sql(s"INSERT INTO $existing VALUES (1, 'a', 'x')")
+      def enabled(l: io.strata.log.TableLog) =
+        l.snapshot().metadata.configuration.get("delta.enableDeletionVectors")
+      assert(enabled(log(created)).contains("true") && log(created).snapshot().protocol.minReaderVersion == 3)
+      assert(enabled(log(optedOut)).contains("false"))
+      val pathLog = io.strata.log.TableLog.forPath(new org.apache.hadoop.fs.Path(path), log(created).conf)
+      assert(enabled(pathLog).contains("true"))
+      assert(enabled(log(existing)).isEmpty)
+      spark.range(0, 10, 1, 1).selectExpr("id", "'a' AS v", "'x' AS p").writeTo(created).append() // one file
+      spark.sql(s"DELETE FROM $created WHERE id = 1")
+      assert(changes(created, version(created))._1.exists(_.deletionVector.isDefined))
+    } finally spark.conf.unset("spark.strata.properties.defaults.enableDeletionVectors")
+  }
 }
