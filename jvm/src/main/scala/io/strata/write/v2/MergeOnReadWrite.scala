@@ -89,14 +89,20 @@ final class MergeOnReadBatchWrite(tableWrite: TableWrite, snapshot: Snapshot, co
       val changes = DeletionVectorChanges(snapshot, deleted, log.conf, maxInlineBytes = 0)
       vectors = changes.written
       val reinserted = tasks.map(_.reinserted).sum
-      val metrics = Map("numDeletionVectorsAdded" -> changes.vectorsAdded,
-        "numDeletionVectorsRemoved" -> changes.vectorsRemoved, "numDeletionVectorsUpdated" -> changes.vectorsUpdated,
-        "numAddedFiles" -> added.size.toLong, "numRemovedFiles" -> changes.filesRemoved,
-        "numAddedBytes" -> added.map(_.size).sum, "numCopiedRows" -> 0L) ++ (command match {
-        case "DELETE" => Map("numDeletedRows" -> changes.deletedRows)
-        case "UPDATE" => Map("numUpdatedRows" -> reinserted)
-        case _ => counts ++ Map("numTargetFilesAdded" -> added.size.toLong,
-          "numTargetFilesRemoved" -> changes.filesRemoved, "numOutputRows" -> added.map(TableWrite.numRecords).sum)
+      // delta-spark's names: MERGE's carry "Target".
+      val removedBytes = changes.changed.collect { case (old, None) => old.size }.sum
+      val metrics = (command match {
+        case "MERGE" => counts ++ Map("numTargetFilesAdded" -> added.size.toLong,
+          "numTargetFilesRemoved" -> changes.filesRemoved, "numTargetBytesAdded" -> added.map(_.size).sum,
+          "numTargetBytesRemoved" -> removedBytes, "numOutputRows" -> added.map(TableWrite.numRecords).sum,
+          "numTargetDeletionVectorsAdded" -> changes.vectorsAdded,
+          "numTargetDeletionVectorsRemoved" -> changes.vectorsRemoved,
+          "numTargetDeletionVectorsUpdated" -> changes.vectorsUpdated)
+        case other => Map("numDeletionVectorsAdded" -> changes.vectorsAdded,
+          "numDeletionVectorsRemoved" -> changes.vectorsRemoved, "numDeletionVectorsUpdated" -> changes.vectorsUpdated,
+          "numAddedFiles" -> added.size.toLong, "numRemovedFiles" -> changes.filesRemoved,
+          "numAddedBytes" -> added.map(_.size).sum, "numRemovedBytes" -> removedBytes, "numCopiedRows" -> 0L) ++
+          (if (other == "DELETE") Map("numDeletedRows" -> changes.deletedRows) else Map("numUpdatedRows" -> reinserted))
       })
       val params = Map("predicate" -> io.strata.log.ActionCodec.mapper.writeValueAsString(
         Array(condition().toString))) ++ (if (command == "MERGE") MergeClauses.current() else Map.empty)
