@@ -136,4 +136,19 @@ class MergeOnReadSuite extends AnyFunSuite with DmlTestSupport {
       assert(changes(created, version(created))._1.exists(_.deletionVector.isDefined))
     } finally spark.conf.unset("spark.strata.properties.defaults.enableDeletionVectors")
   }
+
+  test("small vectors inline in the log when asked (write.deletion-vector.inline-max-bytes); bad values refused") {
+    val (dv, cow) = pair()
+    spark.conf.set("spark.strata.write.deletion-vector.inline-max-bytes", "1000")
+    try {
+      both(dv, cow)("DELETE FROM {t} WHERE id IN (6, 9)")
+      val (adds, _) = changes(dv, version(dv))
+      assert(adds.nonEmpty && adds.forall(_.deletionVector.exists(_.storageType == "i")), adds)
+      both(dv, cow)("UPDATE {t} SET v = 'z' WHERE id = 11")
+      spark.conf.set("spark.strata.write.deletion-vector.inline-max-bytes", "-1")
+      val e = intercept[Exception](spark.sql(s"DELETE FROM $dv WHERE id = 12"))
+      assert(causes(e).exists(_.getMessage.contains("inline-max-bytes has invalid value '-1'")), e)
+    } finally spark.conf.unset("spark.strata.write.deletion-vector.inline-max-bytes")
+    assert(rowsOf(dv) == rowsOf(cow))
+  }
 }

@@ -29,7 +29,7 @@ final class MergeOnReadWrite(tableWrite: TableWrite, snapshot: Snapshot, command
   override def description(): String = s"Strata merge-on-read $command (${snapshot.tablePath})"
 
   private lazy val batch = new MergeOnReadBatchWrite(tableWrite, snapshot, command, condition, conf.maxOpenFiles,
-    conf.targetFileSizeBytes)
+    conf.targetFileSizeBytes, conf.maxInlineVectorBytes)
 
   override def toBatch: DeltaBatchWrite = batch
 
@@ -44,8 +44,8 @@ final class MergeOnReadWrite(tableWrite: TableWrite, snapshot: Snapshot, command
 }
 
 final class MergeOnReadBatchWrite(tableWrite: TableWrite, snapshot: Snapshot, command: String,
-                                  condition: () => FilePredicate, maxOpenFiles: Int, targetFileSize: Long)
-    extends DeltaBatchWrite {
+                                  condition: () => FilePredicate, maxOpenFiles: Int, targetFileSize: Long,
+                                  maxInlineBytes: Int) extends DeltaBatchWrite {
   private val log = tableWrite.log
   private val jobFiles = new JobFiles(log.tablePath.toString)
   @volatile private[v2] var committed: Option[(Long, Long)] = None
@@ -86,7 +86,7 @@ final class MergeOnReadBatchWrite(tableWrite: TableWrite, snapshot: Snapshot, co
     var rebase: Option[RowDeleteRebase] = None
     try {
       val deleted = tasks.flatMap(_.deletes).groupMapReduce(_._1)(e => DeletionVectors.decode(e._2))(_ union _)
-      val changes = DeletionVectorChanges(snapshot, deleted, log.conf, maxInlineBytes = 0)
+      val changes = DeletionVectorChanges(snapshot, deleted, log.conf, maxInlineBytes)
       vectors = changes.written
       val reinserted = tasks.map(_.reinserted).sum
       // delta-spark's names: MERGE's carry "Target".
