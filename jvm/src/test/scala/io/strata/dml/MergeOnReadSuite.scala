@@ -151,4 +151,15 @@ class MergeOnReadSuite extends AnyFunSuite with DmlTestSupport {
     } finally spark.conf.unset("spark.strata.write.deletion-vector.inline-max-bytes")
     assert(rowsOf(dv) == rowsOf(cow))
   }
+
+  test("MERGE WITH SCHEMA EVOLUTION on a table with vectors adds the column and marks the matched rows deleted") {
+    val (dv, cow) = pair()
+    spark.range(38, 42).selectExpr("id", "concat('e', id) AS v", "'odd' AS p", "id * 10 AS extra")
+      .createOrReplaceTempView("mor_evo")
+    both(dv, cow)("MERGE WITH SCHEMA EVOLUTION INTO {t} t USING mor_evo s ON t.id = s.id " +
+      "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    assert(rowsOf(dv, "id, extra").filter(_.getLong(0) >= 38) ==
+      Seq(Row(38L, 380L), Row(39L, 390L), Row(40L, 400L), Row(41L, 410L)))
+    assert(changes(dv, version(dv))._1.exists(_.deletionVector.isDefined))
+  }
 }
