@@ -162,4 +162,13 @@ class MergeOnReadSuite extends AnyFunSuite with DmlTestSupport {
       Seq(Row(38L, 380L), Row(39L, 390L), Row(40L, 400L), Row(41L, 410L)))
     assert(changes(dv, version(dv))._1.exists(_.deletionVector.isDefined))
   }
+
+  test("_strata_file and _strata_row_index are queryable: each live row's file and index in it") {
+    val t = freshTable("mor_meta", s"$cols USING strata TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+    spark.range(0, 20, 1, 1).selectExpr("id", "concat('v', id) AS v", "'x' AS p").writeTo(t).append()
+    spark.sql(s"DELETE FROM $t WHERE id IN (3, 4)")
+    val meta = rows(spark.sql(s"SELECT id, _strata_row_index, _strata_file FROM $t WHERE id < 7"))
+    assert(meta.map(r => (r.getLong(0), r.getLong(1))) == Seq(0L, 1L, 2L, 5L, 6L).map(i => (i, i)))
+    assert(meta.map(_.getString(2)).distinct.size == 1 && meta.head.getString(2).endsWith(".parquet"))
+  }
 }
