@@ -171,4 +171,23 @@ class MergeOnReadSuite extends AnyFunSuite with DmlTestSupport {
     assert(meta.map(r => (r.getLong(0), r.getLong(1))) == Seq(0L, 1L, 2L, 5L, 6L).map(i => (i, i)))
     assert(meta.map(_.getString(2)).distinct.size == 1 && meta.head.getString(2).endsWith(".parquet"))
   }
+
+  test("nested columns (struct, array, map, decimal, binary) read right around deleted rows, vectorized or not") {
+    val ddl = "(id BIGINT, s STRUCT<a: INT, b: STRING>, arr ARRAY<STRING>, m MAP<STRING, INT>, d DECIMAL(12, 2), " +
+      "bin BINARY)"
+    val dv = freshTable("mor_nested", s"$ddl USING strata TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+    val cow = freshTable("cow_nested", s"$ddl USING strata")
+    val data = spark.range(0, 5000, 1, 1).selectExpr("id", "named_struct('a', CAST(id AS INT), 'b', concat('b', id)) AS s",
+      "IF(id % 5 = 0, NULL, array(concat('x', id), 'y')) AS arr", "map(concat('k', id), CAST(id AS INT)) AS m",
+      "CAST(id / 7 AS DECIMAL(12, 2)) AS d", "CAST(concat('z', id) AS BINARY) AS bin")
+    Seq(dv, cow).foreach(t => data.writeTo(t).append())
+    both(dv, cow)("DELETE FROM {t} WHERE id % 3 = 1 OR id BETWEEN 4000 AND 4100")
+    for (vectorized <- Seq("true", "false")) {
+      spark.conf.set("spark.sql.parquet.enableVectorizedReader", vectorized)
+      try {
+        assert(rowsOf(dv) == rowsOf(cow), s"vectorized=$vectorized")
+        assert(rowsOf(dv, "s.b, arr[0], m") == rowsOf(cow, "s.b, arr[0], m"), s"vectorized=$vectorized")
+      } finally spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
+    }
+  }
 }
