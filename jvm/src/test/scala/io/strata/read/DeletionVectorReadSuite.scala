@@ -40,6 +40,13 @@ class DeletionVectorReadSuite extends AnyFunSuite with SparkTestSession {
             .toSeq.sorted
           assert(v1 == expectedCol1(v), s"V1 at version $v")
           assert(v2 == expectedCol1(v), s"V2 at version $v")
+          // every column, partition column included: files with and without a vector in one scan
+          for (df <- Seq(spark.read.format("strata").option("versionAsOf", v.toString).load(partitioned),
+            spark.sql(s"SELECT * FROM strata.`$partitioned` VERSION AS OF $v"))) {
+            val all = df.select("part", "col1", "col2").collect().toSeq
+            assert(all.map(_.getInt(1)).sorted == expectedCol1(v), s"version $v")
+            all.foreach(r => assert(r.getInt(0) == r.getInt(1) % 10 && r.getString(2) == s"foo${r.getInt(1) % 5}", r))
+          }
         }
       }
     }
