@@ -29,20 +29,23 @@ def delta_jars() -> str:
     return ",".join(jars)
 
 
-def run_delta_spark(mode: str, path: Path, out: Path) -> dict[str, Any]:
+def run_delta_spark(mode: str, path: Path, out: Path, *more: Path) -> dict[str, Any]:
     env = dict(os.environ, STRATA_DELTA_JARS=delta_jars())
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "peers" / "delta_spark_job.py"), mode, str(path), str(out)],
-        env=env, capture_output=True, text=True, timeout=600,
+        [sys.executable, str(ROOT / "tests" / "peers" / "delta_spark_job.py"), mode, str(path), str(out),
+         *map(str, more)],
+        env=env, capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     return result
 
 
-def strata_rows(spark: SparkSession, path: Path, columns: list[str]) -> list[str]:
-    df = spark.read.format("strata").load(str(path)).select(*columns)
-    return sorted(df.toJSON().collect())
+def strata_rows(spark: SparkSession, path: Path, columns: list[str], version: int | None = None) -> list[str]:
+    reader = spark.read.format("strata")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    return sorted(reader.load(str(path)).select(*columns).toJSON().collect())
 
 
 def test_delta_spark_reads_what_strata_wrote(spark: SparkSession, tmp_path: Path) -> None:
