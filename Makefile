@@ -50,7 +50,7 @@ demo: build
 ## test: build, then run every test (scalatest, pytest, mypy --strict)
 test: build test-jvm typecheck test-python
 
-test-jvm: $(SBT_LAUNCH) $(SBT_REPOS) $(S3PROXY_JAR)
+test-jvm: $(SBT_LAUNCH) $(SBT_REPOS) $(S3PROXY_JAR) $(PEER_JARS)
 	$(SBT) jvm/test < /dev/null
 
 test-python: build $(PEER_JARS) $(S3_TEST_JARS) $(S3PROXY_JAR)

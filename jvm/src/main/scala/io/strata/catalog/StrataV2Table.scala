@@ -9,7 +9,7 @@ import org.apache.spark.sql.connector.write.{LogicalWriteInfo, WriteBuilder}
 import io.strata.read.{SnapshotRead, SnapshotReader}
 import io.strata.config.StrataOptions
 import io.strata.log.InvalidTableOperationException
-import io.strata.shim.{FileColumn, StrataScanBuilder, V2PredicateSql}
+import io.strata.shim.{FileColumn, RowIndexColumn, StrataScanBuilder, V2PredicateSql}
 import io.strata.write.MetadataDelete
 import org.apache.spark.sql.connector.catalog.{MetadataColumn, SupportsDeleteV2, SupportsMetadataColumns, SupportsRowLevelOperations}
 import org.apache.spark.sql.connector.expressions.filter.Predicate
@@ -54,12 +54,21 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
 
   private def log: TableLog = TableLog.forPath(snapshot.tablePath, SparkInternals.hadoopConf(SparkSession.active, Map.empty))
 
-  override def metadataColumns(): Array[MetadataColumn] = Array(FileColumn.metadataColumn)
+  /** New row-level changes go into deletion vectors (`delta.enableDeletionVectors`): DML is merge-on-read. */
+  private val mergeOnRead = ProtocolSupport.deletionVectorsEnabled(snapshot.metadata)
 
-  /** DELETE / UPDATE / MERGE: copy-on-write ([[CopyOnWriteOperation]]). */
+  override def metadataColumns(): Array[MetadataColumn] =
+    if (mergeOnRead) Array(FileColumn.rowIdColumn, RowIndexColumn.metadataColumn)
+    else Array(FileColumn.metadataColumn, RowIndexColumn.metadataColumn)
+
+  /**
+   * DELETE / UPDATE / MERGE: merge-on-read with deletion vectors ([[MergeOnReadOperation]]) when the table enables
+   * them, else copy-on-write ([[CopyOnWriteOperation]]).
+   */
   override def newRowLevelOperationBuilder(info: RowLevelOperationInfo): RowLevelOperationBuilder = {
     requireCurrent(info.command().name())
-    new CopyOnWriteOperationBuilder(this, log, info.command())
+    if (mergeOnRead) new MergeOnReadOperationBuilder(this, log, info.command())
+    else new CopyOnWriteOperationBuilder(this, log, info.command())
   }
 
   /** A DELETE that covers whole files (by partition values or statistics) removes them without a job. */

@@ -14,9 +14,10 @@ object ActionCodec {
   private val nodes = JsonNodeFactory.instance
   val EmptySchema = """{"type":"struct","fields":[]}"""
 
-  private val addFields = Set("path", "partitionValues", "size", "modificationTime", "dataChange", "stats", "tags")
-  private val removeFields =
-    Set("path", "deletionTimestamp", "dataChange", "extendedFileMetadata", "partitionValues", "size", "stats", "tags")
+  private val addFields =
+    Set("path", "partitionValues", "size", "modificationTime", "dataChange", "stats", "tags", "deletionVector")
+  private val removeFields = Set("path", "deletionTimestamp", "dataChange", "extendedFileMetadata", "partitionValues",
+    "size", "stats", "tags", "deletionVector")
   private val metadataFields =
     Set("id", "name", "description", "format", "schemaString", "partitionColumns", "configuration", "createdTime")
 
@@ -49,11 +50,11 @@ object ActionCodec {
     case "add" =>
       AddFile(reqPath(o, key), partitionMap(o.get("partitionValues")), reqLong(o, key, "size"),
         reqLong(o, key, "modificationTime"), reqBool(o, key, "dataChange"), optText(o, "stats"),
-        stringMap(o.get("tags")), extra(o, addFields))
+        stringMap(o.get("tags")), extra(o, addFields), deletionVector(o))
     case "remove" =>
       RemoveFile(reqPath(o, key), optLong(o, "deletionTimestamp"), reqBool(o, key, "dataChange"),
         optBool(o, "extendedFileMetadata"), Option(o.get("partitionValues")).filterNot(_.isNull).map(partitionMap),
-        optLong(o, "size"), optText(o, "stats"), stringMap(o.get("tags")), extra(o, removeFields))
+        optLong(o, "size"), optText(o, "stats"), stringMap(o.get("tags")), extra(o, removeFields), deletionVector(o))
     case "txn" => SetTransaction(reqText(o, key, "appId"), reqLong(o, key, "version"), optLong(o, "lastUpdated"))
     case "domainMetadata" =>
       DomainMetadata(reqText(o, key, "domain"), reqText(o, key, "configuration"), reqBool(o, key, "removed"))
@@ -97,6 +98,7 @@ object ActionCodec {
       o.put("size", f.size).put("modificationTime", f.modificationTime).put("dataChange", f.dataChange)
       f.stats.foreach(o.put("stats", _))
       if (f.tags.nonEmpty) o.set[JsonNode]("tags", stringMapNode(f.tags))
+      f.deletionVector.foreach(dv => o.set[JsonNode]("deletionVector", dv.toJson))
       withExtra(o, f.extra)
     case r: RemoveFile =>
       val o = nodes.objectNode().put("path", r.path)
@@ -107,6 +109,7 @@ object ActionCodec {
       r.size.foreach(s => o.put("size", s))
       r.stats.foreach(o.put("stats", _))
       if (r.tags.nonEmpty) o.set[JsonNode]("tags", stringMapNode(r.tags))
+      r.deletionVector.foreach(dv => o.set[JsonNode]("deletionVector", dv.toJson))
       withExtra(o, r.extra)
     case t: SetTransaction =>
       val o = nodes.objectNode().put("appId", t.appId).put("version", t.version)
@@ -124,6 +127,14 @@ object ActionCodec {
     wrapper.set[JsonNode](key(a), toJson(a))
     mapper.writeValueAsString(wrapper)
   }
+
+  private def deletionVector(o: ObjectNode): Option[DeletionVectorDescriptor] =
+    field(o, "deletionVector").map { n =>
+      if (!n.isObject) throw new MalformedActionException("'deletionVector' must be a JSON object")
+      try DeletionVectorDescriptor.parse(n) catch {
+        case e: CorruptLogException => throw new MalformedActionException(e.getMessage)
+      }
+    }
 
   // ---- helpers -------------------------------------------------------------------------------------------------
 

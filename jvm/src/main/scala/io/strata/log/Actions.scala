@@ -45,12 +45,25 @@ final case class AddFile(
     dataChange: Boolean,
     stats: Option[String] = None,
     tags: Map[String, String] = Map.empty,
-    extra: Option[ObjectNode] = None) extends Action {
+    extra: Option[ObjectNode] = None,
+    deletionVector: Option[DeletionVectorDescriptor] = None) extends Action {
 
-  /** The remove action that logically deletes this file at `timestamp`. */
+  /** The remove action that logically deletes this file (with its deletion vector) at `timestamp`. */
   def remove(timestamp: Long, dataChange: Boolean = true): RemoveFile =
     RemoveFile(path, Some(timestamp), dataChange, extendedFileMetadata = Some(true),
-      partitionValues = Some(partitionValues), size = Some(size), stats = stats, tags = tags)
+      partitionValues = Some(partitionValues), size = Some(size), stats = stats, tags = tags,
+      deletionVector = deletionVector)
+
+  /** The file's key in log replay (PROTOCOL.md): its path and its deletion vector's id. */
+  def dvId: String = deletionVector.fold("")(_.uniqueId)
+
+  /** Rows the file holds, stored (`stats.numRecords`), when its statistics say. */
+  def physicalRows: Option[Long] =
+    stats.flatMap(s => scala.util.Try(ActionCodec.mapper.readTree(s).get("numRecords")).toOption)
+      .filter(n => n != null && n.canConvertToLong).map(_.asLong)
+
+  /** Rows a reader sees: stored rows minus those its deletion vector marks deleted. */
+  def logicalRows: Option[Long] = physicalRows.map(_ - deletionVector.fold(0L)(_.cardinality))
 }
 
 final case class RemoveFile(
@@ -62,7 +75,10 @@ final case class RemoveFile(
     size: Option[Long] = None,
     stats: Option[String] = None,
     tags: Map[String, String] = Map.empty,
-    extra: Option[ObjectNode] = None) extends Action
+    extra: Option[ObjectNode] = None,
+    deletionVector: Option[DeletionVectorDescriptor] = None) extends Action {
+  def dvId: String = deletionVector.fold("")(_.uniqueId)
+}
 
 /** The last version an application committed (idempotent writes and streaming epochs). */
 final case class SetTransaction(appId: String, version: Long, lastUpdated: Option[Long]) extends Action

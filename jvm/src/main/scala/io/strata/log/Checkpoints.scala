@@ -32,6 +32,9 @@ object Checkpoints {
   private val stringMap = "optional group %s (MAP) { repeated group key_value { required binary key (STRING); " +
     "optional binary value (STRING); } }"
   private val stringList = "optional group %s (LIST) { repeated group list { optional binary element (STRING); } }"
+  private val deletionVector = "optional group deletionVector { optional binary storageType (STRING); " +
+    "optional binary pathOrInlineDv (STRING); optional int32 offset; optional int32 sizeInBytes; " +
+    "optional int64 cardinality; optional int64 maxRowIndex; }"
 
   /** The checkpoint schema Strata writes: what delta-spark writes, minus columns for features Strata does not write. */
   val WriteSchema: MessageType = MessageTypeParser.parseMessageType(
@@ -39,10 +42,10 @@ object Checkpoints {
        |  optional group txn { optional binary appId (STRING); optional int64 version; optional int64 lastUpdated; }
        |  optional group add { optional binary path (STRING); ${stringMap.format("partitionValues")}
        |    optional int64 size; optional int64 modificationTime; optional boolean dataChange;
-       |    ${stringMap.format("tags")} optional binary stats (STRING); }
+       |    ${stringMap.format("tags")} $deletionVector optional binary stats (STRING); }
        |  optional group remove { optional binary path (STRING); optional int64 deletionTimestamp;
        |    optional boolean dataChange; optional boolean extendedFileMetadata; ${stringMap.format("partitionValues")}
-       |    optional int64 size; ${stringMap.format("tags")} }
+       |    optional int64 size; ${stringMap.format("tags")} $deletionVector }
        |  optional group metaData { optional binary id (STRING); optional binary name (STRING);
        |    optional binary description (STRING);
        |    optional group format { optional binary provider (STRING); ${stringMap.format("options")} }

@@ -1,14 +1,13 @@
 package io.strata.log
 
-import java.io.{DataInputStream, IOException}
-import java.nio.{ByteBuffer, ByteOrder}
+import java.nio.ByteBuffer
 import java.util.UUID
 import java.util.zip.CRC32
 
 import com.fasterxml.jackson.databind.JsonNode
+import com.fasterxml.jackson.databind.node.{JsonNodeFactory, ObjectNode}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-import org.roaringbitmap.RoaringBitmap
 
 /**
  * A deletion vector descriptor (PROTOCOL.md, "Deletion Vector Descriptor Schema"): where the bitmap of a data
@@ -34,12 +33,19 @@ final case class DeletionVectorDescriptor(storageType: String, pathOrInlineDv: S
     case "i" => None
     case other => throw new CorruptLogException(s"Unknown deletion vector storage type '$other' (expected u, p or i).")
   }
+
+  /** The descriptor as a log action holds it: delta-spark's field order, no `offset` when there is none. */
+  def toJson: ObjectNode = {
+    val n = JsonNodeFactory.instance.objectNode()
+    n.put("storageType", storageType).put("pathOrInlineDv", pathOrInlineDv)
+    offset.foreach(o => n.put("offset", o))
+    n.put("sizeInBytes", sizeInBytes).put("cardinality", cardinality)
+  }
 }
 
 object DeletionVectorDescriptor {
-  /** The descriptor of an add or remove action, from its `deletionVector` field. */
-  def of(extra: Option[com.fasterxml.jackson.databind.node.ObjectNode]): Option[DeletionVectorDescriptor] =
-    extra.flatMap(e => Option(e.get("deletionVector"))).filterNot(_.isNull).map(parse)
+  /** delta-spark's descriptor of an empty vector (inline, no data); a file action with no deleted rows has none. */
+  val Empty: DeletionVectorDescriptor = DeletionVectorDescriptor("i", "", None, 0, 0L)
 
   def parse(n: JsonNode): DeletionVectorDescriptor = {
     def field(name: String) = Option(n.get(name)).filterNot(_.isNull).getOrElse(
@@ -50,40 +56,39 @@ object DeletionVectorDescriptor {
 }
 
 /**
- * Reads deletion vectors (PROTOCOL.md, "Deletion Vector Format"). A stored one sits at `offset` in its file (after
- * a version byte 1): its size (4 bytes, big-endian), the data, then the data's CRC-32 (4 bytes, big-endian). The
- * data is the magic number 1681511377 (little-endian) and a "RoaringBitmapArray": the number of 32-bit bitmaps
- * (8 bytes, little-endian), then each bitmap's key (the high 32 bits of its row indexes, 4 bytes little-endian)
- * followed by the bitmap in the portable Roaring format.
+ * Reads deletion vectors (PROTOCOL.md, "Deletion Vector Format"). A stored one sits at `offset` in its file (which
+ * starts with the version byte 1): its size (4 bytes, big-endian), the data ([[DeletionVectorFormat]]), then the
+ * data's CRC-32 (4 bytes, big-endian). An inline one is the Z85 text of the data (padded to 4 bytes).
  */
 object DeletionVectors {
-  val Magic = 1681511377
+  val Magic: Int = DeletionVectorFormat.Magic
 
-  /** The deleted row indexes of the file `dv` describes, sorted. */
+  /** The deleted row indexes of the file `dv` describes. */
   def read(dv: DeletionVectorDescriptor, tablePath: Path, conf: Configuration): DeletedRows = {
+    if (dv.cardinality == 0) return DeletedRows.empty // delta-spark's empty descriptor has no data at all
     val data = dv.file(tablePath) match {
       case None => Z85.decode(dv.pathOrInlineDv).take(dv.sizeInBytes)
       case Some(file) =>
-        val in = new DataInputStream(file.getFileSystem(conf).open(file))
+        val offset = dv.offset.getOrElse(1)
+        if (offset < 1) throw new CorruptLogException(s"Deletion vector ${dv.uniqueId} has offset $offset.")
+        val in = file.getFileSystem(conf).open(file)
         try {
-          val offset = dv.offset.getOrElse(1)
-          if (offset == 1) {
-            val version = in.readByte()
-            if (version != 1) throw new CorruptLogException(s"Deletion vector file $file has format version $version; " +
-              "Strata reads version 1.")
-          } else in.skipNBytes(offset.toLong)
+          val version = in.readByte()
+          if (version != DeletionVectorFormat.FileVersion) throw new CorruptLogException(s"Deletion vector file " +
+            s"$file has format version $version; Strata reads version ${DeletionVectorFormat.FileVersion}.")
+          if (offset > 1) in.seek(offset.toLong)
           val size = in.readInt()
           if (size != dv.sizeInBytes) throw new CorruptLogException(s"Deletion vector at $file offset $offset holds " +
             s"$size bytes; its descriptor says ${dv.sizeInBytes}.")
           val bytes = new Array[Byte](size)
           in.readFully(bytes)
-          val crc = new CRC32()
-          crc.update(bytes)
-          if (in.readInt() != crc.getValue.toInt) throw new CorruptLogException(s"Deletion vector at $file offset " +
-            s"$offset fails its CRC-32 check.")
+          if (in.readInt() != crc(bytes)) throw new CorruptLogException(s"Deletion vector at $file offset $offset " +
+            "fails its CRC-32 check.")
           bytes
         } catch {
           case e: java.io.EOFException => throw new CorruptLogException(s"Deletion vector file $file is truncated.", e)
+          case e: org.apache.hadoop.fs.ChecksumException => throw new CorruptLogException(s"Deletion vector file " +
+            s"$file fails the file system's checksum (${e.getMessage}).", e)
         } finally in.close()
     }
     val rows = decode(data)
@@ -93,64 +98,63 @@ object DeletionVectors {
   }
 
   /** The row indexes in a deletion vector's data (magic number and RoaringBitmapArray). */
-  def decode(data: Array[Byte]): DeletedRows = {
-    val buf = ByteBuffer.wrap(data).order(ByteOrder.LITTLE_ENDIAN)
-    try {
-      val magic = buf.getInt
-      if (magic != Magic) throw new CorruptLogException(s"Deletion vector data starts with $magic, not the magic " +
-        s"number $Magic.")
-      val count = buf.getLong
-      if (count < 0 || count > Int.MaxValue) throw new CorruptLogException(s"Deletion vector claims $count bitmaps.")
-      val bitmaps = (0 until count.toInt).map { _ =>
-        val key = buf.getInt
-        val bitmap = new RoaringBitmap()
-        bitmap.deserialize(buf.slice().order(ByteOrder.LITTLE_ENDIAN))
-        buf.position(buf.position() + bitmap.serializedSizeInBytes())
-        (Integer.toUnsignedLong(key), bitmap)
-      }
-      new DeletedRows(bitmaps.sortBy(_._1))
-    } catch {
-      case e @ (_: java.nio.BufferUnderflowException | _: IOException | _: IndexOutOfBoundsException) =>
-        throw new CorruptLogException(s"Deletion vector data is malformed: $e", e)
-    }
+  def decode(data: Array[Byte]): DeletedRows = DeletionVectorFormat.decode(data)
+
+  private[log] def crc(data: Array[Byte]): Int = {
+    val c = new CRC32()
+    c.update(data)
+    c.getValue.toInt
   }
 }
 
-/** The deleted row indexes of one data file: 32-bit Roaring bitmaps keyed by the indexes' high 32 bits. */
-final class DeletedRows private[log] (bitmaps: Seq[(Long, RoaringBitmap)]) extends Serializable {
-  private val byKey = bitmaps.toMap
-  def cardinality: Long = bitmaps.map(_._2.getLongCardinality).sum
-  def contains(rowIndex: Long): Boolean =
-    byKey.get(rowIndex >>> 32).exists(_.contains((rowIndex & 0xFFFFFFFFL).toInt))
-  /** Every deleted index, ascending. */
-  def toSeq: Seq[Long] = bitmaps.flatMap { case (key, b) =>
-    val it = b.getIntIterator
-    Iterator.continually(it).takeWhile(_.hasNext).map(i => (key << 32) | Integer.toUnsignedLong(i.next())).toSeq
-  }
-}
-
-/** Z85 (ZeroMQ RFC 32), the encoding of deletion vector ids and inline bitmaps: 5 characters per 4 bytes. */
-object Z85 {
-  private val Alphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
-  private val Values: Array[Int] = {
-    val v = Array.fill(128)(-1)
-    Alphabet.zipWithIndex.foreach { case (c, i) => v(c.toInt) = i }
-    v
-  }
-
-  def decode(s: String): Array[Byte] = {
-    if (s.length % 5 != 0) throw new CorruptLogException(s"Z85 text of ${s.length} characters (not a multiple of 5).")
-    val out = ByteBuffer.allocate(s.length / 5 * 4)
-    s.grouped(5).foreach { group =>
-      var value = 0L
-      group.foreach { c =>
-        val d = if (c.toInt < 128) Values(c.toInt) else -1
-        if (d < 0) throw new CorruptLogException(s"'$c' is not a Z85 character.")
-        value = value * 85 + d
+/** Writes deletion vectors the way delta-spark does (its DeletionVectorStore and DeletionVectorDescriptor). */
+object DeletionVectorStore {
+  /**
+   * Stores `vectors` and returns their descriptors, in the same order. A vector whose data takes at most
+   * `maxInlineBytes` bytes is kept inline (`i`: the Z85 text of its data padded to 4 bytes, sizeInBytes the
+   * unpadded length). The others all go into one new file, `<table>/<prefix>/deletion_vector_<random uuid>.bin`
+   * (never overwriting): the version byte 1, then per vector its size (4 bytes, big-endian), data and CRC-32 of the
+   * data (4 bytes, big-endian); each is described by `u` (`prefix` then the Z85 text of the uuid's 16 big-endian
+   * bytes) with the offset of its size field. No file when nothing goes to one. An empty vector gets
+   * [[DeletionVectorDescriptor.Empty]], as in delta-spark.
+   */
+  def write(tablePath: Path, conf: Configuration, vectors: Seq[DeletedRows], maxInlineBytes: Int = 0,
+            prefix: String = ""): Seq[DeletionVectorDescriptor] = {
+    require(!prefix.startsWith("/") && !prefix.contains(":"), s"Deletion vector prefix '$prefix' is not relative.")
+    val encoded = vectors.map(v => if (v.isEmpty) null else v.encode())
+    val toFile = encoded.indices.filter(i => encoded(i) != null && encoded(i).length > maxInlineBytes)
+    val stored: Map[Int, DeletionVectorDescriptor] = if (toFile.isEmpty) Map.empty else {
+      val id = UUID.randomUUID()
+      val idBytes = ByteBuffer.allocate(16).putLong(id.getMostSignificantBits).putLong(id.getLeastSignificantBits)
+      val pathOrInlineDv = prefix + Z85.encode(idBytes.array())
+      val file = DeletionVectorDescriptor("u", pathOrInlineDv, None, 0, 0).file(tablePath).get
+      val fs = file.getFileSystem(conf)
+      val out = fs.create(file, false)
+      var written = false
+      try {
+        out.writeByte(DeletionVectorFormat.FileVersion)
+        val descriptors = toFile.map { i =>
+          val data = encoded(i)
+          val offset = out.getPos
+          if (offset + 8L + data.length > Int.MaxValue) throw new StrataException(s"Deletion vector file $file " +
+            "would exceed 2 GB; write fewer vectors to one file.")
+          out.writeInt(data.length)
+          out.write(data)
+          out.writeInt(DeletionVectors.crc(data))
+          i -> DeletionVectorDescriptor("u", pathOrInlineDv, Some(offset.toInt), data.length, vectors(i).cardinality)
+        }
+        out.close()
+        written = true
+        descriptors.toMap
+      } finally if (!written) {
+        try out.close() catch { case _: Exception => }
+        try fs.delete(file, false) catch { case _: Exception => }
       }
-      if (value > 0xFFFFFFFFL) throw new CorruptLogException(s"Z85 group '$group' exceeds 32 bits.")
-      out.putInt(value.toInt)
     }
-    out.array()
+    encoded.indices.map { i =>
+      if (encoded(i) == null) DeletionVectorDescriptor.Empty
+      else stored.getOrElse(i, DeletionVectorDescriptor("i", Z85.encodePadded(encoded(i)), None, encoded(i).length,
+        vectors(i).cardinality))
+    }
   }
 }

@@ -6,10 +6,10 @@ package io.strata.log
  */
 object ProtocolSupport {
   /** Reader features whose data Strata reads correctly. */
-  val ReadableFeatures: Set[String] = Set("timestampNtz", "vacuumProtocolCheck")
+  val ReadableFeatures: Set[String] = Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors")
   /** Writer features whose rules Strata follows on every write. */
   val WritableFeatures: Set[String] =
-    Set("appendOnly", "invariants", "checkConstraints", "timestampNtz", "vacuumProtocolCheck")
+    Set("appendOnly", "invariants", "checkConstraints", "timestampNtz", "vacuumProtocolCheck", "deletionVectors")
 
   /** The writer features a legacy writer version implies (PROTOCOL.md, "Table Features"). */
   private def legacyWriterFeatures(writerVersion: Int): Set[String] =
@@ -25,9 +25,11 @@ object ProtocolSupport {
   def minimumFor(metadata: Metadata): Protocol = {
     unsupportedConfiguration(metadata).foreach(msg => throw new UnsupportedProtocolException(msg))
     val legacyWriter = if (CheckConstraints.of(metadata).nonEmpty) 3 else 2
-    if (usesTimestampNtz(metadata)) {
-      Protocol(3, 7, Some(Set("timestampNtz")), Some(legacyWriterFeatures(legacyWriter) + "timestampNtz"))
-    } else Protocol(1, legacyWriter)
+    // Features with reader rules that the metadata asks for (PROTOCOL.md: both lists name them).
+    val features = (if (usesTimestampNtz(metadata)) Set("timestampNtz") else Set.empty[String]) ++
+      (if (deletionVectorsEnabled(metadata)) Set("deletionVectors") else Set.empty[String])
+    if (features.nonEmpty) Protocol(3, 7, Some(features), Some(legacyWriterFeatures(legacyWriter) ++ features))
+    else Protocol(1, legacyWriter)
   }
 
   /** The protocol after a metadata change on an existing table (upgrades only, never downgrades). */
@@ -93,12 +95,15 @@ object ProtocolSupport {
     val conf = m.configuration
     def enabled(k: String) = conf.get(k).exists(_.equalsIgnoreCase("true"))
     if (enabled("delta.enableChangeDataFeed")) Some("delta.enableChangeDataFeed is not supported yet")
-    else if (enabled("delta.enableDeletionVectors")) Some("delta.enableDeletionVectors is not supported yet")
     else if (conf.get("delta.columnMapping.mode").exists(_ != "none")) Some("column mapping is not supported yet")
     else if (m.schemaString.contains("\"delta.invariants\"")) Some("column invariants are not supported yet")
     else if (m.schemaString.contains("\"delta.generationExpression\"")) Some("generated columns are not supported yet")
     else None
   }
+
+  /** New row-level changes are written as deletion vectors (`delta.enableDeletionVectors`). */
+  def deletionVectorsEnabled(m: Metadata): Boolean =
+    m.configuration.get("delta.enableDeletionVectors").exists(_.trim.equalsIgnoreCase("true"))
 
   private def usesTimestampNtz(m: Metadata): Boolean = m.schemaString.contains("\"timestamp_ntz\"")
 }

@@ -32,6 +32,8 @@ final class Snapshot(
   def timestamp: Long = segment.lastCommitTimestamp
   def partitionColumns: Seq[String] = metadata.partitionColumns
   def sizeInBytes: Long = files.iterator.map(_.size).sum
+  /** Some live file has a deletion vector (its reads must drop the rows it marks). */
+  lazy val hasDeletionVectors: Boolean = files.exists(_.deletionVector.isDefined)
   def transactionVersion(appId: String): Option[Long] = transactions.get(appId).map(_.version)
 
   /** The absolute location of a file named by an add or remove action. */
@@ -63,8 +65,8 @@ object Snapshot {
     /** Starts from `s`'s state: replaying the commits after it gives the later version. */
     private[log] def seed(s: Snapshot): this.type = {
       protocol = Some(s.protocol); metadata = Some(s.metadata)
-      s.files.foreach(f => files.put(key(f.path), f))
-      s.tombstones.foreach(r => tombstones.put(key(r.path), r))
+      s.files.foreach(f => files.put(key(f.path, f.dvId), f))
+      s.tombstones.foreach(r => tombstones.put(key(r.path, r.dvId), r))
       txns ++= s.transactions
       domains ++= s.domains
       this
@@ -72,18 +74,19 @@ object Snapshot {
 
     private var protocol: Option[Protocol] = None
     private var metadata: Option[Metadata] = None
-    private val files = mutable.LinkedHashMap.empty[String, AddFile]
-    private val tombstones = mutable.LinkedHashMap.empty[String, RemoveFile]
+    private val files = mutable.LinkedHashMap.empty[(String, String), AddFile]
+    private val tombstones = mutable.LinkedHashMap.empty[(String, String), RemoveFile]
     private val txns = mutable.HashMap.empty[String, SetTransaction]
     private val domains = mutable.HashMap.empty[String, DomainMetadata]
 
-    private def key(path: String): String = absolutePath(tablePath, path).toString
+    /** A file action's key (PROTOCOL.md, "Action Reconciliation"): its absolute path and deletion vector id. */
+    private def key(path: String, dvId: String): (String, String) = (absolutePath(tablePath, path).toString, dvId)
 
     def apply(a: Action): Unit = a match {
       case p: Protocol => protocol = Some(p)
       case m: Metadata => metadata = Some(m)
-      case f: AddFile => val k = key(f.path); tombstones.remove(k); files.put(k, f.copy(dataChange = false))
-      case r: RemoveFile => val k = key(r.path); files.remove(k); tombstones.put(k, r.copy(dataChange = false))
+      case f: AddFile => val k = key(f.path, f.dvId); tombstones.remove(k); files.put(k, f.copy(dataChange = false))
+      case r: RemoveFile => val k = key(r.path, r.dvId); files.remove(k); tombstones.put(k, r.copy(dataChange = false))
       case t: SetTransaction => txns.put(t.appId, t)
       case d: DomainMetadata => domains.put(d.domain, d)
       case _: CommitInfo | _: UnknownAction =>

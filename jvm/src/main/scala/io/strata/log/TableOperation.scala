@@ -73,4 +73,18 @@ object TableOperation {
       replaced.map(_.remove(now, dataChange = false)) ++ added.map(_.copy(dataChange = false))
     }
   }
+
+  /**
+   * Marks rows deleted with deletion vectors (merge-on-read DELETE, UPDATE, MERGE) and adds new rows. `changed`:
+   * per data file, its entry as read and its entry with the grown vector (None: every row is deleted, the file goes).
+   * Reads the rows `filter` selects and the changed files; a file's change is remove(old entry) + add(new entry).
+   */
+  final case class DeleteRows(filter: FilePredicate, changed: Seq[(AddFile, Option[AddFile])], added: Seq[AddFile])
+      extends TableOperation {
+    def stage(txn: Transaction, now: Long): Seq[Action] = {
+      txn.readWhere(filter)
+      txn.readFiles(changed.map(_._1))
+      changed.map(_._1.remove(now)) ++ changed.flatMap(_._2) ++ added
+    }
+  }
 }

@@ -69,7 +69,7 @@ object TableProperties {
       unsupportedFlag("symlink manifests, which Strata does not generate after its writes"),
     "enableChangeDataFeed" -> unsupportedFlag("change data feed (table feature changeDataFeed)"),
     "enableChangeDataCapture" -> unsupportedFlag("change data feed (table feature changeDataFeed)"),
-    "enableDeletionVectors" -> unsupportedFlag("deletion vectors (table feature deletionVectors)"),
+    "enableDeletionVectors" -> Bool,
     "columnMapping.mode" -> Unsupported("column mapping (table feature columnMapping)", _.trim.equalsIgnoreCase("none")),
     "columnMapping.maxColumnId" -> Unsupported("column mapping (it is maintained by column mapping itself)", _ => false),
     "enableRowTracking" -> unsupportedFlag("row tracking (table feature rowTracking)"),
@@ -102,7 +102,7 @@ object TableProperties {
     "catalogOwned-preview", "allowColumnDefaults", "checkpointProtection", "collations-preview",
     "materializePartitionColumns", "icebergWriterCompatV1", "icebergWriterCompatV3", "geospatial")
   /** Features with reader rules: supporting one needs reader version 3 as well. */
-  private val ReaderWriterFeatures = Set("timestampNtz", "vacuumProtocolCheck")
+  private val ReaderWriterFeatures = Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors")
 
   /** True for the keys that ask for a protocol rather than being stored in the metadata. */
   def isProtocolProperty(key: String): Boolean = {

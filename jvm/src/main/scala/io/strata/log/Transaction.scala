@@ -179,8 +179,12 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     if (actions.exists(_.isInstanceOf[Metadata]) || actions.exists(_.isInstanceOf[Protocol])) {
       throw new IllegalArgumentException("Set metadata with updateMetadata; protocol is derived, not staged.")
     }
-    val paths = actions.collect { case a: AddFile => a.path } ++ actions.collect { case r: RemoveFile => r.path }
-    val dup = paths.groupBy(identity).collectFirst { case (p, ps) if ps.size > 1 => p }
+    // A file is added once and removed once at most; both only when its deletion vector changes (PROTOCOL.md).
+    val adds = actions.collect { case a: AddFile => (a.path, a.dvId) }
+    val removes = actions.collect { case r: RemoveFile => (r.path, r.dvId) }
+    val dup = adds.map(_._1).groupBy(identity).collectFirst { case (p, ps) if ps.size > 1 => p }
+      .orElse(removes.map(_._1).groupBy(identity).collectFirst { case (p, ps) if ps.size > 1 => p })
+      .orElse(adds.find(removes.contains).map(_._1))
     dup.foreach(p => throw new IllegalArgumentException(s"File $p appears twice in one commit."))
     if (meta.configuration.get("delta.appendOnly").exists(_.equalsIgnoreCase("true")) &&
       actions.exists { case r: RemoveFile => r.dataChange; case _ => false }) {

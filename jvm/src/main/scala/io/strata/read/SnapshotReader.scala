@@ -41,10 +41,11 @@ object SnapshotReader {
       val path = snapshot.absolutePath(f.path)
       val values = SparkInternals.partitionRow(partSchema, f.partitionValues)
       IndexedFile(path, f.size, f.modificationTime,
-        if (withFileColumn) FileColumn.append(values, partSchema, path) else values, f.stats)
+        if (withFileColumn) FileColumn.append(values, partSchema, path) else values, f.stats, f.deletionVector)
     }
     val indexSchema = if (withFileColumn) partSchema.add(FileColumn.field) else partSchema
-    new LogFileIndex(spark, snapshot.tablePath, files, table.schema, indexSchema, Map.empty, snapshot.version, timeTravel)
+    new LogFileIndex(spark, snapshot.tablePath, files, table.schema, indexSchema, Map.empty, snapshot.version, timeTravel,
+      snapshot.hasDeletionVectors)
   }
 
   private def parseTimestampMillis(spark: SparkSession, ts: String): Long = {

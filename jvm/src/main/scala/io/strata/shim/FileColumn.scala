@@ -34,6 +34,14 @@ object FileColumn {
     override def metadataInJSON(): String = s"""{"${MetadataColumn.PRESERVE_ON_UPDATE}":false}"""
   }
 
+  /** The same column as part of a merge-on-read row id (with [[RowIndexColumn]]): Spark wants row ids non-null. */
+  val rowIdColumn: MetadataColumn = new MetadataColumn {
+    override def name(): String = Name
+    override def dataType(): DataType = StringType
+    override def isNullable: Boolean = false
+    override def comment(): String = "the data file holding the row"
+  }
+
   /** `values` (partition values in `schema` order) followed by the file's path. */
   def append(values: InternalRow, schema: StructType, path: Path): InternalRow =
     InternalRow.fromSeq(values.toSeq(schema) :+ UTF8String.fromString(path.toString))
@@ -49,43 +57,85 @@ object FileColumn {
 final class StrataScanBuilder(spark: SparkSession, index: Boolean => PartitioningAwareFileIndex, schema: StructType,
                               dataSchema: StructType, options: CaseInsensitiveStringMap)
     extends ScanBuilder with SupportsPushDownCatalystFilters with SupportsPushDownRequiredColumns {
-  private def builder(withFile: Boolean) = new ParquetScanBuilder(spark, index(withFile), schema, dataSchema, options)
-  private val plain = builder(withFile = false)
+  private val plainIndex = index(false)
+  private val plain = ParquetScans.builder(spark, plainIndex, schema, dataSchema, options)
   private var filters: Seq[Expression] = Nil
-  private var required: Option[StructType] = None
+  private var required: StructType = schema
 
   override def pushFilters(fs: Seq[Expression]): Seq[Expression] = { filters = fs; plain.pushFilters(fs) }
   override def pushedFilters: Array[Predicate] = plain.pushedFilters
-  override def pruneColumns(s: StructType): Unit = { required = Some(s); plain.pruneColumns(s) }
+  override def pruneColumns(s: StructType): Unit = required = s
 
-  override def build(): Scan = required match {
-    case Some(s) if FileColumn.requested(s) =>
-      val withFile = builder(withFile = true)
-      withFile.pushFilters(filters)
-      withFile.pruneColumns(s)
-      withFile.build()
-    case _ => plain.build()
+  /** The conditions Spark pushed (what a row-level operation's scan selects, for its read set). */
+  def pushedConditions: Seq[Expression] = filters
+
+  override def build(): Scan = {
+    val withFile = FileColumn.requested(required)
+    val idx = if (withFile) index(true) else plainIndex
+    val b = if (!withFile && !RowIndexColumn.requested(required)) plain else {
+      val fresh = ParquetScans.builder(spark, idx, schema, dataSchema, options, RowIndexColumn.requested(required))
+      fresh.pushFilters(filters)
+      fresh
+    }
+    ParquetScans.build(b, idx, required)
   }
 }
 
-/** DataSource V2 scans over a log-driven file index, through Spark's own Parquet scan builder. */
+/**
+ * The metadata column holding a row's index in its data file (`_strata_row_index`): with [[FileColumn]], the row id
+ * of merge-on-read DELETE / UPDATE / MERGE. Spark's Parquet reader computes it ([[DeletionVectorReads.RowIndexField]]).
+ */
+object RowIndexColumn {
+  val Name = "_strata_row_index"
+  val metadataColumn: MetadataColumn = new MetadataColumn {
+    override def name(): String = Name
+    override def dataType(): DataType = org.apache.spark.sql.types.LongType
+    override def isNullable: Boolean = false
+    override def comment(): String = "the row's index in its data file"
+  }
+  def requested(schema: StructType): Boolean = schema.fieldNames.exists(_.equalsIgnoreCase(Name))
+}
+
+/**
+ * DataSource V2 scans over a log-driven file index, through Spark's own Parquet scan builder. When some file of the
+ * index has a deletion vector, the builder also reads each row's index in its file and the scan is wrapped in a
+ * [[DeletionVectorScan]] that drops the deleted rows.
+ */
 object ParquetScans {
-  def scanBuilder(spark: SparkSession, index: PartitioningAwareFileIndex, schema: StructType, dataSchema: StructType,
-                  options: CaseInsensitiveStringMap): ScanBuilder =
-    new ParquetScanBuilder(spark, index, schema, dataSchema, options)
+  private def deletionVectorTable(index: PartitioningAwareFileIndex): Option[String] = index match {
+    case l: LogFileIndex if l.hasDeletionVectors => Some(l.readTablePath.toString)
+    case _ => None
+  }
+
+  /** `rowIndex`: the scan will also return each row's index in its file ([[RowIndexColumn]]). */
+  def builder(spark: SparkSession, index: PartitioningAwareFileIndex, schema: StructType, dataSchema: StructType,
+              options: CaseInsensitiveStringMap, rowIndex: Boolean = false): ParquetScanBuilder =
+    new ParquetScanBuilder(spark, index, schema,
+      if (deletionVectorTable(index).isDefined || rowIndex) dataSchema.add(DeletionVectorReads.RowIndexField)
+      else dataSchema, options)
+
+  /** Prunes `builder` (made by [[builder]] over `index`) to `required` and builds its scan. */
+  def build(builder: ParquetScanBuilder, index: PartitioningAwareFileIndex, required: StructType): Scan = {
+    val rowIndex = RowIndexColumn.requested(required)
+    deletionVectorTable(index).orElse(if (rowIndex) Some(index.rootPaths.head.toString) else None) match {
+      case None => builder.pruneColumns(required); builder.build()
+      case Some(table) =>
+        builder.pruneColumns(StructType(required.fields.filterNot(f => RowIndexColumn.requested(StructType(Seq(f)))))
+          .add(DeletionVectorReads.RowIndexField))
+        new DeletionVectorScan(builder.build(), table, if (rowIndex) Some(RowIndexColumn.Name) else None)
+    }
+  }
 
   /**
    * A scan returning every row of the index's files, with every column: no filter reaches Parquet (its row-group
    * skipping would drop rows a file rewrite must keep) and a missing or corrupt file fails the scan instead of
-   * being skipped, whatever the session says.
+   * being skipped, whatever the session says. Rows deleted by a deletion vector are not returned.
    */
   def wholeFiles(spark: SparkSession, index: PartitioningAwareFileIndex, schema: StructType,
                  dataSchema: StructType): Scan = {
     val options = new CaseInsensitiveStringMap(Map("ignoreMissingFiles" -> "false",
       "ignoreCorruptFiles" -> "false").asJava)
-    val builder = new ParquetScanBuilder(spark, index, schema, dataSchema, options)
-    builder.pruneColumns(StructType(schema.fields ++ index.partitionSchema.fields.filterNot(f =>
-      schema.fieldNames.exists(_.equalsIgnoreCase(f.name)))))
-    builder.build()
+    build(builder(spark, index, schema, dataSchema, options), index, StructType(schema.fields ++
+      index.partitionSchema.fields.filterNot(f => schema.fieldNames.exists(_.equalsIgnoreCase(f.name)))))
   }
 }

@@ -125,6 +125,12 @@ final class TableWrite private (
     txn.commit(op, appTxn.toSeq, Operation(operationName, params, metrics, options.userMetadata))
   }
 
+  /** Commits an operation the caller built (merge-on-read row changes), with this write's application version. */
+  def commitOperation(op: TableOperation, operation: Operation): CommitResult = {
+    val appTxn = options.appTransaction.map { case (app, v) => SetTransaction(app, v, Some(System.currentTimeMillis())) }
+    txn.commit(op, appTxn.toSeq, operation)
+  }
+
   /** The log operation this write is, given the files it wrote. */
   private def operation(added: Seq[AddFile]): TableOperation = (definition, mode) match {
     case (Some(createOnly), _) =>
@@ -214,7 +220,6 @@ object TableWrite {
   /** The row count recorded in an add action's stats. */
   def numRecords(f: AddFile): Long = recordCount(f).getOrElse(0L)
 
-  /** The row count in an add action's stats, if they have one. */
-  def recordCount(f: AddFile): Option[Long] =
-    f.stats.flatMap(s => Option(ActionCodec.mapper.readTree(s).get("numRecords"))).map(_.asLong)
+  /** The rows a reader sees in the file (its stats' count minus its deletion vector's), if its stats count them. */
+  def recordCount(f: AddFile): Option[Long] = f.logicalRows
 }

@@ -111,7 +111,8 @@ class ActionCodecSuite extends AnyFunSuite {
         """"deletionVector":{"storageType":"u","pathOrInlineDv":"ab^-aqEH.-t@S}K{vb[*k^","offset":4,"sizeInBytes":40,""" +
         """"cardinality":6},"baseRowId":7,"defaultRowCommitVersion":3,"clusteringProvider":"liquid","newField":null}}"""
     val add = ActionCodec.parse(addLine).asInstanceOf[AddFile]
-    assert(add.extra.exists(e => e.has("deletionVector") && e.has("baseRowId") && e.has("clusteringProvider")))
+    assert(add.extra.exists(e => !e.has("deletionVector") && e.has("baseRowId") && e.has("clusteringProvider")))
+    assert(add.deletionVector.contains(DeletionVectorDescriptor("u", "ab^-aqEH.-t@S}K{vb[*k^", Some(4), 40, 6)))
     assert(mapper.readTree(ActionCodec.serialize(add)) == mapper.readTree(addLine))
     // and still there after a copy (what replay does)
     assert(mapper.readTree(ActionCodec.serialize(add.copy(dataChange = false))).get("add").get("baseRowId").asLong == 7L)

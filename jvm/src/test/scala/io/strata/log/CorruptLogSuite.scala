@@ -206,13 +206,13 @@ class CorruptLogSuite extends AnyFunSuite with LogTestSupport {
     assert(latestVersion(table) == 0L)
   }
 
-  test("reader 3 with readerFeatures [deletionVectors] names deletionVectors") {
-    val table = handWrittenTable(Protocol(3, 7, Some(Set("deletionVectors")), Some(Set("deletionVectors"))))
+  test("reader 3 with readerFeatures [columnMapping] names columnMapping") {
+    val table = handWrittenTable(Protocol(3, 7, Some(Set("columnMapping")), Some(Set("columnMapping"))))
     val snap = open(table).snapshot()
     val e = intercept[UnsupportedProtocolException](ProtocolSupport.checkReadable(snap.protocol, table.toString))
-    assert(e.getMessage.contains("deletionVectors"), e.getMessage)
+    assert(e.getMessage.contains("columnMapping"), e.getMessage)
     val w = intercept[UnsupportedProtocolException](append(open(table), add("b.parquet")))
-    assert(w.getMessage.contains("deletionVectors"))
+    assert(w.getMessage.contains("columnMapping"))
     assert(latestVersion(table) == 0L)
   }
 

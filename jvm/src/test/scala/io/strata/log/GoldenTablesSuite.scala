@@ -38,7 +38,7 @@ class GoldenTablesSuite extends AnyFunSuite with LogTestSupport {
     "deltalog-invalid-protocol-version", "versions-not-contiguous", "deltalog-state-reconstruction-without-metadata",
     "deltalog-state-reconstruction-without-protocol", "v2-checkpoint-json", "v2-checkpoint-parquet",
     "table-with-columnmapping-mode-id", "table-with-columnmapping-mode-name", "dv-with-columnmapping",
-    "dv-partitioned-with-checkpoint", "log-replay-dv-key-cases", "spark-variant-checkpoint", "type-widening",
+    "spark-variant-checkpoint", "type-widening",
     "type-widening-nested", "data-reader-timestamp_ntz-id-mode", "data-reader-timestamp_ntz-name-mode",
     "data-skipping-basic-stats-all-types-columnmapping-id", "data-skipping-basic-stats-all-types-columnmapping-name",
     "table-with-icebegCompatV2Enabled", "deltalog-state-reconstruction-from-checkpoint-missing-metadata",
@@ -87,18 +87,27 @@ class GoldenTablesSuite extends AnyFunSuite with LogTestSupport {
     new URI(abs.getScheme, Option(abs.getAuthority).filter(_.nonEmpty).orNull, abs.getPath, null, null).normalize.toString
   }
 
-  /** Live files after replaying JSON commits 0..version with plain Jackson (independent of ActionCodec). */
+  /**
+   * Live files after replaying JSON commits 0..version with plain Jackson (independent of ActionCodec), keyed by path
+   * and deletion vector id (storage type, path or inline data, offset) as PROTOCOL.md says.
+   */
   private def jsonReplay(table: JPath, version: Long): Seq[String] = {
-    val live = scala.collection.mutable.LinkedHashSet.empty[String]
+    val live = scala.collection.mutable.LinkedHashMap.empty[(String, String), String]
+    def key(a: com.fasterxml.jackson.databind.JsonNode) = {
+      val path = canonical(table, a.get("path").asText)
+      val dv = Option(a.get("deletionVector")).filterNot(_.isNull).map(d => d.get("storageType").asText +
+        d.get("pathOrInlineDv").asText + Option(d.get("offset")).filterNot(_.isNull).fold("")("@" + _.asText))
+      (path, dv.getOrElse(""))
+    }
     (0L to version).foreach { v =>
       val f = table.resolve(FileNames.LogDirName).resolve(f"$v%020d.json")
       new String(Files.readAllBytes(f), UTF_8).split("\n").filter(_.trim.nonEmpty).foreach { line =>
         val n = ActionCodec.mapper.readTree(line)
-        Option(n.get("add")).foreach(a => live += canonical(table, a.get("path").asText))
-        Option(n.get("remove")).foreach(r => live -= canonical(table, r.get("path").asText))
+        Option(n.get("add")).foreach(a => live(key(a)) = key(a)._1)
+        Option(n.get("remove")).foreach(r => live.remove(key(r)))
       }
     }
-    live.toSeq
+    live.values.toSeq
   }
 
   /** Whether the fixture holds any file outside `_delta_log` (some golden tables are log-only). */

@@ -57,9 +57,15 @@ class ProtocolSupportSuite extends AnyFunSuite with LogTestSupport {
     assert(!java.nio.file.Files.exists(deltaFile(table, 0)))
   }
 
+  test("delta.enableDeletionVectors asks for reader 3 / writer 7 with the deletionVectors feature") {
+    assert(ProtocolSupport.minimumFor(metadata(configuration = Map("delta.enableDeletionVectors" -> "true"))) ==
+      Protocol(3, 7, Some(Set("deletionVectors")), Some(Set("appendOnly", "invariants", "deletionVectors"))))
+    assert(ProtocolSupport.minimumFor(metadata(configuration = Map("delta.enableDeletionVectors" -> "false"))) ==
+      Protocol(1, 2))
+  }
+
   test("other unsupported properties are named too") {
     Seq(
-      Map("delta.enableDeletionVectors" -> "true") -> "delta.enableDeletionVectors",
       Map("delta.columnMapping.mode" -> "name") -> "column mapping").foreach { case (conf, named) =>
       val e = intercept[UnsupportedProtocolException](ProtocolSupport.minimumFor(metadata(configuration = conf)))
       assert(e.getMessage.contains(named), e.getMessage)

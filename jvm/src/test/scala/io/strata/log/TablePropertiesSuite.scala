@@ -38,7 +38,7 @@ class TablePropertiesSuite extends AnyFunSuite with LogTestSupport {
   test("properties that turn on a feature Strata cannot write are refused by name; turned off they pass") {
     Seq("delta.enableIcebergCompatV1" -> "Iceberg", "delta.enableIcebergCompatV2" -> "Iceberg",
       "delta.enableRowTracking" -> "row tracking", "delta.enableTypeWidening" -> "type widening",
-      "delta.enableInCommitTimestamps" -> "in-commit timestamps", "delta.enableDeletionVectors" -> "deletion vectors",
+      "delta.enableInCommitTimestamps" -> "in-commit timestamps",
       "delta.enableChangeDataFeed" -> "change data feed").foreach { case (key, what) =>
       val e = unsupported(key -> "true")
       assert(e.contains(key) && e.contains(what) && e.contains("cannot write"), e)
@@ -59,7 +59,9 @@ class TablePropertiesSuite extends AnyFunSuite with LogTestSupport {
     assert(req("delta.minWriterVersion" -> "3") == Some(Protocol(1, 3)))
     assert(req("delta.appendOnly" -> "true").isEmpty)
     def err(props: (String, String)*) = intercept[StrataException](req(props: _*)).getMessage
-    assert(err("delta.feature.deletionVectors" -> "supported").contains("table feature deletionVectors, which Strata cannot write"))
+    assert(err("delta.feature.rowTracking" -> "supported").contains("table feature rowTracking, which Strata cannot write"))
+    assert(req("delta.feature.deletionVectors" -> "supported") ==
+      Some(Protocol(3, 7, Some(Set("deletionVectors")), Some(Set("deletionVectors")))))
     assert(err("delta.feature.fooBar" -> "supported").contains("unknown table feature 'fooBar'"))
     assert(err("delta.feature.checkConstraint" -> "supported").contains("Did you mean 'checkConstraints'?"))
     assert(err("delta.feature.appendOnly" -> "disabled").contains("it must be 'supported'"))

@@ -106,16 +106,8 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
   override def createBatchWriterFactory(info: PhysicalWriteInfo): DataWriterFactory = {
     // An idempotent write whose application version is already in the table: the rows go nowhere.
     if (tableWrite.alreadyCommitted) return new DiscardingWriterFactory
-    val spark = SparkSession.active
-    val schema = tableWrite.schema
-    val splitter = new PartitionSplitter(schema.schema, schema.partitionColumns)
-    val files = ParquetFiles.prepare(spark, Map("compression" -> options.compression), splitter.dataSchema)
-    // An overwrite by condition replaces what the condition matches: a written row outside it is refused, as on V1.
-    val replaceWhere = tableWrite.mode match { case WriteMode.ReplaceWhere(p) => Some(p); case _ => None }
-    val checks = RowChecks.compile(spark, schema.schema, tableWrite.txn.metadata.toSeq.flatMap(CheckConstraints.of),
-      replaceWhere)
-    val factory = new StrataDataWriterFactory(jobFiles, files, splitter, tableWrite.numIndexedColumns,
-      options.maxRecordsPerFile.getOrElse(0L), targetFileSize, if (fanout) maxOpenFiles else 0, checks)
+    val factory = StrataBatchWrite.dataWriterFactory(tableWrite, jobFiles, if (fanout) maxOpenFiles else 0,
+      targetFileSize)
     // Spark runs the write job on this thread next: tag it, so that an abort can wait for its straggling tasks.
     jobFiles.tagJobs()
     factory
@@ -189,6 +181,24 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
 
   private def addedFiles(messages: Array[WriterCommitMessage]): Seq[AddFile] =
     messages.toSeq.collect { case m: StrataTaskCommit => m.files }.flatten
+}
+
+object StrataBatchWrite {
+  /** The task writers of `tableWrite`'s rows; `fanoutFiles` > 0: unclustered input, at most that many open files. */
+  def dataWriterFactory(tableWrite: TableWrite, jobFiles: JobFiles, fanoutFiles: Int,
+                        targetFileSize: Long): StrataDataWriterFactory = {
+    val spark = SparkSession.active
+    val schema = tableWrite.schema
+    val options = tableWrite.options
+    val splitter = new PartitionSplitter(schema.schema, schema.partitionColumns)
+    val files = ParquetFiles.prepare(spark, Map("compression" -> options.compression), splitter.dataSchema)
+    // An overwrite by condition replaces what the condition matches: a written row outside it is refused, as on V1.
+    val replaceWhere = tableWrite.mode match { case WriteMode.ReplaceWhere(p) => Some(p); case _ => None }
+    val checks = RowChecks.compile(spark, schema.schema, tableWrite.txn.metadata.toSeq.flatMap(CheckConstraints.of),
+      replaceWhere)
+    new StrataDataWriterFactory(jobFiles, files, splitter, tableWrite.numIndexedColumns,
+      options.maxRecordsPerFile.getOrElse(0L), targetFileSize, fanoutFiles, checks)
+  }
 }
 
 /** Writers of a write that has nothing to do (already committed): they consume the rows and write no file. */

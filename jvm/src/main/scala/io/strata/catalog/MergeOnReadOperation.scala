@@ -1,0 +1,69 @@
+package io.strata.catalog
+
+import io.strata.config.StrataOptions
+import io.strata.log.{FilePredicate, TableLog}
+import io.strata.shim.{FileColumn, FilePredicates, RowIndexColumn, StrataScanBuilder}
+import io.strata.table.TableSchema
+import io.strata.write.{TableWrite, WriteMode}
+import io.strata.write.v2.MergeOnReadWrite
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.connector.expressions.{Expressions, NamedReference}
+import org.apache.spark.sql.connector.read.{Scan, ScanBuilder}
+import org.apache.spark.sql.connector.write.{DeltaWrite, DeltaWriteBuilder, LogicalWriteInfo, RowLevelOperation, RowLevelOperationBuilder, SupportsDelta}
+import org.apache.spark.sql.util.CaseInsensitiveStringMap
+
+import scala.jdk.CollectionConverters._
+
+/**
+ * DELETE, UPDATE or MERGE as merge-on-read on a table with `delta.enableDeletionVectors` (Spark's WriteDelta): the
+ * scan returns only the rows the condition may select, each with its row id (data file, row index); the write marks
+ * the changed rows deleted in the files' deletion vectors and writes new and changed rows to new files
+ * ([[MergeOnReadWrite]]). Nothing is copied. Validated from the snapshot the statement read.
+ */
+final class MergeOnReadOperation(table: StrataV2Table, log: TableLog, cmd: RowLevelOperation.Command)
+    extends RowLevelOperation with SupportsDelta {
+  @volatile private var scanned: Option[StrataScanBuilder] = None
+
+  override def command(): RowLevelOperation.Command = cmd
+  override def description(): String = s"Strata merge-on-read $cmd"
+  override def rowId(): Array[NamedReference] =
+    Array(Expressions.column(FileColumn.Name), Expressions.column(RowIndexColumn.Name))
+  override def representUpdateAsDeleteAndInsert(): Boolean = true
+
+  override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = {
+    val builder = table.newScanBuilder(options).asInstanceOf[StrataScanBuilder]
+    scanned = Some(builder)
+    new ScanBuilder with org.apache.spark.sql.internal.connector.SupportsPushDownCatalystFilters
+      with org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns {
+      override def pushFilters(fs: Seq[org.apache.spark.sql.catalyst.expressions.Expression]) = builder.pushFilters(fs)
+      override def pushedFilters = builder.pushedFilters
+      override def pruneColumns(s: org.apache.spark.sql.types.StructType): Unit = builder.pruneColumns(s)
+      override def build(): Scan = builder.build()
+    }
+  }
+
+  /** The rows the scan selected (the conditions Spark pushed to it), as the commit's read set. */
+  private def condition(): FilePredicate = {
+    val schema = TableSchema.of(table.snapshot.metadata)
+    val pushed = scanned.map(_.pushedConditions).getOrElse(Nil)
+    FilePredicates.fromCondition(s"the rows matching ${pushed.map(_.sql).mkString(" AND ")}", pushed, schema.schema,
+      schema.partitionColumns)
+  }
+
+  override def newWriteBuilder(info: LogicalWriteInfo): DeltaWriteBuilder = new DeltaWriteBuilder {
+    override def build(): DeltaWrite = {
+      val options = StrataOptions.parseCatalogWrite(info.options().asCaseSensitiveMap().asScala.toMap,
+        SparkSession.active.conf.getOption)
+      // A DELETE writes no rows (Spark gives it an empty row schema): it is checked as a write of the table's columns.
+      val rows = if (info.schema().isEmpty) table.schema() else info.schema()
+      val write = TableWrite.begin(log, rows, WriteMode.RewriteRows(cmd.name()), options,
+        Some(Some(table.snapshot)))
+      new MergeOnReadWrite(write, table.snapshot, cmd.name(), () => condition(), info)
+    }
+  }
+}
+
+final class MergeOnReadOperationBuilder(table: StrataV2Table, log: TableLog, cmd: RowLevelOperation.Command)
+    extends RowLevelOperationBuilder {
+  override def build(): RowLevelOperation = new MergeOnReadOperation(table, log, cmd)
+}
