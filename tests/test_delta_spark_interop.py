@@ -41,11 +41,9 @@ def run_delta_spark(mode: str, path: Path, out: Path, *more: Path) -> dict[str, 
     return result
 
 
-def strata_rows(spark: SparkSession, path: Path, columns: list[str], version: int | None = None) -> list[str]:
-    reader = spark.read.format("strata")
-    if version is not None:
-        reader = reader.option("versionAsOf", version)
-    return sorted(reader.load(str(path)).select(*columns).toJSON().collect())
+def strata_rows(spark: SparkSession, path: Path, columns: list[str]) -> list[str]:
+    df = spark.read.format("strata").load(str(path)).select(*columns)
+    return sorted(df.toJSON().collect())
 
 
 def test_delta_spark_reads_what_strata_wrote(spark: SparkSession, tmp_path: Path) -> None:
