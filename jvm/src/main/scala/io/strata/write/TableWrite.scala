@@ -167,7 +167,8 @@ object TableWrite {
     val base = txn.readSnapshot.map(_.metadata).getOrElse(Metadata(id = UUID.randomUUID().toString, schemaString = "",
       createdTime = Some(System.currentTimeMillis())))
     txn.updateMetadata(base.copy(schemaString = definition.schema.json, partitionColumns = definition.partitionColumns,
-      configuration = TableProperties.applyTo(txn, definition.properties, log.tablePath.toString),
+      configuration = TableProperties.applyTo(txn,
+        io.strata.config.TableDefaults.forNewTable(definition.properties, txn.readSnapshot.isEmpty), log.tablePath.toString),
       description = definition.description))
     val matched = TableSchema.matchColumns(definition.schema, dataSchema, log.tablePath.toString)
     val mode = if (txn.readSnapshot.isDefined) WriteMode.Overwrite else WriteMode.Append
@@ -211,7 +212,10 @@ object TableWrite {
           options.partitionColumns.orElse(keep).getOrElse(Nil))
         val base = existing.map(_.metadata).getOrElse(Metadata(id = UUID.randomUUID().toString, schemaString = "",
           createdTime = Some(System.currentTimeMillis())))
-        txn.updateMetadata(base.copy(schemaString = schema.json, partitionColumns = partCols))
+        val configuration = if (existing.isDefined) base.configuration else
+          TableProperties.applyTo(txn, io.strata.config.TableDefaults.forNewTable(Map.empty, isNew = true), name)
+        txn.updateMetadata(base.copy(schemaString = schema.json, partitionColumns = partCols,
+          configuration = configuration))
         new TableWrite(log, txn, TableSchema(schema, partCols),
           schema.fields.toSeq.map(f => ColumnFeed(f, f.name, cast = false)), mode, options, definition = Some(false))
     }
