@@ -23,7 +23,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, QueryBuilder
-from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from peers.delta_spark_job import DV_TABLES, DV_TIME_ZONE_TABLES, OTHER_TIME_ZONE
@@ -121,25 +120,10 @@ def test_golden_tables_have_deletion_vectors_and_a_checkpoint(dv: dict[str, Any]
 
 
 APIS = ["load", "sql"]  # spark.read.format("strata").option("versionAsOf", v).load(path) / strata.`path` VERSION AS OF v
-# Known Strata bugs, each a strict xfail (so a fix shows) limited to the error the bug raises. V1 reads of a
-# partitioned table whose scan holds files with and without a vector: the vectorized reader fails with
-# NullPointerException "this.childColumns is null" (a wrong row would still fail these tests); the row-based reader
-# gives the rows of the files without a vector a NULL partition column. The V2 scan reads them right.
-V1_PARTITIONED_MIXED = "V1 load of a partitioned table mixing files with and without vectors: NullPointerException"
-V1_ROW_BASED_NULL_PARTITION = ("V1 load, row-based reader, partitioned table mixing files with and without vectors: "
-                               "rows of the files without a vector get p = NULL")
-KNOWN_BUGS: dict[tuple[str, str, int], str] = {
-    **{("part", "load", v): V1_PARTITIONED_MIXED for v in range(2, 10)},
-    **{("dv-partitioned-with-checkpoint", "load", v): V1_PARTITIONED_MIXED for v in [*range(1, 13), 14, 15]},
-}
-
-
 def cases(versions: dict[str, int]) -> list[Any]:
-    """(name, api, version) params, the known bugs marked."""
-    return [pytest.param(name, api, v, marks=[pytest.mark.xfail(strict=True, raises=Py4JJavaError,
-                                                                reason=KNOWN_BUGS[(name, api, v)])]
-                         if (name, api, v) in KNOWN_BUGS else [])
-            for name in sorted(versions) for api in APIS for v in range(versions[name])]
+    """(name, api, version) params. A V1 read mixing files with and without a vector once broke (its two Parquet
+    readers shared one Hadoop conf): the partitioned tables' versions cover that case."""
+    return [(name, api, v) for name in sorted(versions) for api in APIS for v in range(versions[name])]
 
 
 def read_rows(spark: SparkSession, api: str, path: Path, columns: list[str], version: int,
@@ -170,8 +154,6 @@ def test_strata_filtered_reads_skip_no_live_row_and_keep_no_deleted_one(spark: S
     low = FILTER_FROM[name]
     for version in range(VERSIONS[name]):
         expected = [r for r in history["UTC"][version] if (i := json.loads(r)["id"]) >= low and i % 5 != 0]
-        if (name, api, version) in KNOWN_BUGS:
-            continue
         assert read_rows(spark, api, path, history["columns"], version, f"id >= {low} AND id % 5 <> 0") == \
             expected, version
     assert expected
@@ -270,17 +252,9 @@ def reader_conf(spark: SparkSession, request: pytest.FixtureRequest) -> Iterator
             spark.conf.set(k, old or "")
 
 
-KNOWN_READER_CONF_BUGS: dict[tuple[str, str, str], tuple[str, type[BaseException]]] = {
-    ("files-split", "part", "load"): (V1_PARTITIONED_MIXED, Py4JJavaError),
-    ("row-based-reader", "part", "load"): (V1_ROW_BASED_NULL_PARTITION, AssertionError),
-}
-
-
 @pytest.mark.parametrize("reader_conf,name,api", [
-    pytest.param(conf, name, api, marks=[pytest.mark.xfail(strict=True, reason=KNOWN_READER_CONF_BUGS[key][0],
-                                                           raises=KNOWN_READER_CONF_BUGS[key][1])]
-                 if (key := (conf, name, api)) in KNOWN_READER_CONF_BUGS else [])
-    for conf in READER_CONFS for name in ["part", "row_groups"] for api in APIS], indirect=["reader_conf"])
+    (conf, name, api) for conf in READER_CONFS for name in ["part", "row_groups"] for api in APIS],
+    indirect=["reader_conf"])
 def test_strata_reads_every_version_with_other_reader_settings(spark: SparkSession, dv: dict[str, Any],
                                                                 reader_conf: str, name: str, api: str) -> None:
     path, history = table(dv, name)
