@@ -99,6 +99,12 @@ def section(record: Json, s: Any) -> list[str]:
             f"{verdict(statistics.median(ratios), TARGET_READ)}. Checks: "
             + (f"vectors, rows and equal results in all {len(runs)} rounds." if not bad else "**" + "; ".join(
                 f"round {r['round']}: {r['check']}" for r in bad) + "**"))
+        cpu = [r["cpu_s"] / r["compacted_cpu_s"] for r in runs if r["compacted_cpu_s"] > 0]
+        if cpu:
+            add("")
+            add(f"CPU time of the application's JVM per read, with vectors / compacted (median of the per-round "
+                f"ratios of the median reads; less sensitive than wall time to other jobs on the machine): "
+                f"{statistics.median(cpu):.2f} (per round {', '.join(f'{x:.2f}' for x in cpu)}).")
         changes = [x for r in runs for x in r["changes_s"]]
         add("")
         add(f"The 10 DELETEs themselves (untimed setup; each N/1000 ids in one file, writing one vector): median "
