@@ -56,6 +56,8 @@ def session() -> SparkSession:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.databricks.delta.snapshotPartitions", "2")  # tiny tables: log replay in 2 tasks, not 50
         .getOrCreate()
     )
 
