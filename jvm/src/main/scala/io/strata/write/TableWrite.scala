@@ -97,7 +97,7 @@ final class TableWrite private (
       case r: TableOperation.ReplaceTable => r.replaced
       case _ => Nil
     }
-    val appTxn = options.appTransaction.map { case (app, v) => SetTransaction(app, v, Some(now)) }
+    val appTxn = appTransaction(now)
     mode match {
       case WriteMode.RewriteRows(command) =>
         val read = rowLevelRead.get
@@ -126,10 +126,12 @@ final class TableWrite private (
   }
 
   /** Commits an operation the caller built (merge-on-read row changes), with this write's application version. */
-  def commitOperation(op: TableOperation, operation: Operation): CommitResult = {
-    val appTxn = options.appTransaction.map { case (app, v) => SetTransaction(app, v, Some(System.currentTimeMillis())) }
-    txn.commit(op, appTxn.toSeq, operation)
-  }
+  def commitOperation(op: TableOperation, operation: Operation): CommitResult =
+    txn.commit(op, appTransaction(System.currentTimeMillis()).toSeq, operation)
+
+  /** The `txn` action of an idempotent write (write options txnAppId / txnVersion). */
+  private def appTransaction(now: Long): Option[SetTransaction] =
+    options.appTransaction.map { case (app, v) => SetTransaction(app, v, Some(now)) }
 
   /** The log operation this write is, given the files it wrote. */
   private def operation(added: Seq[AddFile]): TableOperation = (definition, mode) match {

@@ -104,13 +104,14 @@ final class MergeOnReadBatchWrite(tableWrite: TableWrite, snapshot: Snapshot, co
           "numAddedBytes" -> added.map(_.size).sum, "numRemovedBytes" -> removedBytes, "numCopiedRows" -> 0L) ++
           (if (other == "DELETE") Map("numDeletedRows" -> changes.deletedRows) else Map("numUpdatedRows" -> reinserted))
       })
+      val read = condition()
       val params = Map("predicate" -> io.strata.log.ActionCodec.mapper.writeValueAsString(
-        Array(condition().toString))) ++ (if (command == "MERGE") MergeClauses.current() else Map.empty)
+        Array(read.toString))) ++ (if (command == "MERGE") MergeClauses.current() else Map.empty)
       // DELETE and UPDATE read exactly the rows they delete: a concurrent vector on other rows of a file is absorbed.
       rebase = if (command == "MERGE") None else Some(new RowDeleteRebase(log.tablePath, log.conf,
         changes.changed.map { case (old, _) => snapshot.absolutePath(old.path).toString -> old }.toMap,
         changes.newRows, f => DeletionVectorChanges.physicalRows(f, log.tablePath, log.conf)))
-      val op = TableOperation.DeleteRows(condition(), changes.changed, added, rebase)
+      val op = TableOperation.DeleteRows(read, changes.changed, added, rebase)
       val result = tableWrite.commitOperation(op, Operation(command, params, metrics, tableWrite.options.userMetadata))
       if (result.alreadyCommitted) cleanUp(added, vectors.toSeq ++ rebase.toSeq.flatMap(_.writtenFiles))
       else committed = Some((result.version, (System.nanoTime() - start) / 1000000L))
