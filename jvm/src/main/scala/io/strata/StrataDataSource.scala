@@ -112,6 +112,22 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
 }
 
 object StrataDataSource {
+  /**
+   * Like the check below, but for a write that may follow an earlier attempt of itself which died before
+   * creating the table: files for which `ours` holds (by name, in any directory) are that attempt's, not foreign.
+   */
+  private[strata] def refuseForeignFiles(log: TableLog, ours: String => Boolean): Unit = {
+    val fs = log.tablePath.getFileSystem(log.conf)
+    def foreign(dir: Path): Option[String] = fs.listStatus(dir).iterator
+      .filterNot(st => st.getPath.getName.startsWith("_") || st.getPath.getName.startsWith("."))
+      .map(st => if (st.isDirectory) foreign(st.getPath) else Some(st.getPath.getName).filterNot(ours))
+      .collectFirst { case Some(name) => name }
+    if (fs.exists(log.tablePath)) foreign(log.tablePath).foreach { name =>
+      throw new InvalidTableOperationException(s"${log.tablePath} holds files ($name) but no Strata/Delta log. " +
+        "Write to an empty or new location.")
+    }
+  }
+
   /** A new table must not be created over files that are not part of any table: they would silently mix. */
   private[strata] def refuseForeignFiles(log: TableLog): Unit = {
     val fs = log.tablePath.getFileSystem(log.conf)

@@ -63,13 +63,16 @@ final class JobFiles(val tableRoot: String, val token: String = UUID.randomUUID(
    * attempts. Only one commit can ever carry that version, so nothing else may reference them. Best effort.
    */
   def sweepEarlierAttempts(conf: Configuration, added: Seq[AddFile], waitMs: Long = 120000L): Unit = {
-    val prefix = token.take(18)
-    val anyAttempt = s"""part-\\d{5}-$prefix-[0-9a-f]{4}-[0-9a-f]{12}-[0-9a-f]{8}-c\\d{3}\\..*""".r
     val root = new Path(tableRoot)
     sweep(conf, waitMs, () => added.map(f => io.strata.log.Snapshot.absolutePath(root, f.path)).map { p =>
       p.getFileSystem(conf).makeQualified(p).toString
-    }.toSet, name => anyAttempt.matches(name))
+    }.toSet, isAttemptFile)
   }
+
+  /** A file of any attempt of this job's application version ([[JobFiles.forAppVersion]]). */
+  def isAttemptFile(name: String): Boolean = attemptPattern.matches(name)
+  private val attemptPattern =
+    s"""part-\\d{5}-${token.take(18)}-[0-9a-f]{4}-[0-9a-f]{12}-[0-9a-f]{8}-c\\d{3}\\..*""".r
 
   private def sweep(conf: Configuration, waitMs: Long, keep: () => Set[String],
                     matches: String => Boolean = isJobFile): Unit = try {

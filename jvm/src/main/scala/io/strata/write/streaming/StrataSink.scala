@@ -29,9 +29,10 @@ final class StrataSink(tablePath: String, options: WriteOptions, mode: WriteMode
     val appId = options.txnAppId.getOrElse(queryId)
     val log = TableLog.forPath(new Path(tablePath), SparkInternals.hadoopConf(spark, Map.empty))
     val base = log.snapshotOption() // the cached snapshot, brought up to date by the commits since
-    if (base.isEmpty) StrataDataSource.refuseForeignFiles(log)
     val batch = StreamingBatch(appId, batchId, queryId, StreamingWrites.outputModeName(mode),
       sweepEarlierAttempts = progress.firstCommitOfRun)
+    // A first batch that died before its commit left its files where the table is to be: those are not foreign.
+    if (base.isEmpty) StrataDataSource.refuseForeignFiles(log, batch.jobFiles(tablePath).isAttemptFile)
     val result = V1TableWriter.write(log, data, mode,
       options.copy(txnAppId = Some(appId), txnVersion = Some(batchId)), base, Some(batch))
     progress.record(batchId, result)
