@@ -135,7 +135,7 @@ class VacuumSuite extends AnyFunSuite with DmlTestSupport {
     assert(rowsOf(t) == (0 until 10).filterNot(Set(1, 2)).map(i => Row(i.toLong)))
     // time travel to the version that read the deleted vector fails naming the vector file
     val e = intercept[Exception](spark.sql(s"SELECT * FROM $t VERSION AS OF 2").collect())
-    assert(causes(e).exists(c => String.valueOf(c.getMessage).contains(first)), e)
+    assert(causeOf[InvalidTableOperationException](e).getMessage.contains(first), e)
   }
 
   test("retention below the table's delta.deletedFileRetentionDuration is refused unless the session allows it") {
@@ -157,6 +157,9 @@ class VacuumSuite extends AnyFunSuite with DmlTestSupport {
     assert(unchecked(vacuum(t, ", retention_hours => 0.5")).isEmpty, "removed just now: within half an hour")
     assert(unchecked(vacuum(t, ", retention_hours => 0")).map(_._3) == Seq("data"), "retention 0: it goes")
     assert(rowsOf(t) == Seq(Row(2)))
+    val travel = intercept[Exception](spark.sql(s"SELECT * FROM $t VERSION AS OF 1").collect())
+    val why = causeOf[InvalidTableOperationException](travel).getMessage
+    assert(why.startsWith(s"Version 1 of ") && why.contains("can no longer be read") && why.contains("VACUUM"), why)
   }
 
   test("a log naming files outside the root (../x, absolute, file:) never makes vacuum touch them") {
