@@ -14,6 +14,7 @@ import pytest
 from deltalake import DeltaTable, QueryBuilder
 from pyspark.sql import SparkSession
 
+import strata
 from delta_spark_peer import Peer, start_peer
 from test_dml_delta_spark import _plain
 
@@ -87,8 +88,8 @@ def test_strata_restores_what_delta_spark_wrote(spark: SparkSession, peer: Peer,
         f"UPDATE {t} SET v = 'x' WHERE id = 3",  # v3: another vector, a new file
         f"ALTER TABLE {t} ADD COLUMNS (w INT)",  # v4
     ])
-    r = call(spark, f"CALL strata.system.restore(table => '{path}', version => 2)")
-    assert (r["version"], r["restored_version"]) == (5, 2)
+    r = strata.Table.for_path(spark, str(path)).restore(version=2)  # the Python API: the same CALL
+    assert (r.version, r.restored_version) == (5, 2)
     assert spark.read.format("strata").load(str(path)).columns == COLUMNS  # the schema of version 2
     assert_same_everywhere(spark, peer, path, [2, 5])
     assert strata_rows(spark, path) == strata_rows(spark, path, 2) == ['{"id":2,"v":"b"}', '{"id":3,"v":"c"}']
@@ -108,8 +109,8 @@ def test_delta_spark_reads_after_checkpoint_and_cleanup_log(spark: SparkSession,
     old = time.time() - 40 * 86400
     for v in range(5):
         os.utime(path / "_delta_log" / f"{v:020d}.json", (old + v, old + v))
-    r = call(spark, f"CALL strata.system.cleanup_log(table => '{path}')")
-    assert r == {"commits_deleted": 3, "checkpoints_deleted": 0, "oldest_version": 3}
+    r = strata.Table.for_path(spark, str(path)).cleanup_log()
+    assert r == strata.LogCleanupResult(commits_deleted=3, checkpoints_deleted=0, oldest_version=3)
     assert sorted(f.name for f in (path / "_delta_log").glob("*.json"))[0] == f"{3:020d}.json"
     assert_same_everywhere(spark, peer, path, [3, 5])
     peer.send("read", path=str(path), versions=[2])
