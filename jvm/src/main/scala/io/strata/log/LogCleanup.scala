@@ -37,10 +37,13 @@ object LogCleanup {
   /** Whether the table cleans its log after automatic checkpoints (`delta.enableExpiredLogCleanup`, default true). */
   def automatic(m: Metadata): Boolean = !m.configuration.get(AutomaticKey).exists(_.trim.equalsIgnoreCase("false"))
 
-  /** Deletes the log files that only versions committed before `now - retentionMillis` need. */
-  def run(log: TableLog, retentionMillis: Long, now: Long): Result = {
+  /**
+   * Deletes the log files that only versions committed before `now - retentionMillis` need. `latest`: the table's
+   * latest snapshot when the caller holds it (no log listing for it).
+   */
+  def run(log: TableLog, retentionMillis: Long, now: Long, latest: Option[Snapshot] = None): Result = {
     require(retentionMillis >= 0, s"retention must not be negative: $retentionMillis ms")
-    val snapshot = log.snapshot()
+    val snapshot = latest.getOrElse(log.snapshot())
     // Only a writer that knows every feature of the table may remove its history (a feature may protect it).
     ProtocolSupport.checkWritable(snapshot.protocol, snapshot.metadata, log.tablePath.toString)
     val listing = log.listLog()

@@ -240,12 +240,12 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     val interval = TableLog.checkpointInterval(meta.configuration)
     if (version > 0 && version % interval == 0) {
       // A checkpoint only speeds up reading; the commit has landed whatever happens here.
-      val checkpointed = try { log.checkpoint(log.snapshotAt(version)); true } catch {
-        case NonFatal(e) => Transaction.logger.warn(s"Checkpoint of version $version of ${log.tablePath} failed", e); false
+      val checkpointed = try { val s = log.snapshotAt(version); log.checkpoint(s); Some(s) } catch {
+        case NonFatal(e) => Transaction.logger.warn(s"Checkpoint of version $version of ${log.tablePath} failed", e); None
       }
       // Expired log files go after a new checkpoint (delta.enableExpiredLogCleanup, as delta-spark does).
-      if (checkpointed && LogCleanup.automatic(meta)) {
-        try LogCleanup.run(log, LogCleanup.retentionMillis(meta), System.currentTimeMillis()) catch {
+      if (checkpointed.isDefined && LogCleanup.automatic(meta)) {
+        try LogCleanup.run(log, LogCleanup.retentionMillis(meta), System.currentTimeMillis(), checkpointed) catch {
           case NonFatal(e) => Transaction.logger.warn(s"Log cleanup of ${log.tablePath} after version $version failed", e)
         }
       }

@@ -51,7 +51,7 @@ object RestoreProcedure extends StrataProcedure {
     if (target.version > current.version) throw new InvalidTableOperationException(
       s"Cannot restore ${table.name} to version ${target.version}: the table's latest version is ${current.version}.")
     val plan = TableRestore.plan(current, target)
-    if (plan.isEmpty) return Seq(Row(current.version, target.version, 0L, 0L, 0L, 0L))
+    if (target.version == current.version || plan.isEmpty) return Seq(Row(current.version, target.version, 0L, 0L, 0L, 0L))
 
     val missing = TableRestore.missingFiles(log, plan.restored)
     if (missing.nonEmpty) throw new InvalidTableOperationException(
