@@ -25,7 +25,10 @@ from delta_spark_peer import Peer, start_peer
 peer = pytest.fixture(scope="module")(start_peer)
 ZONE = "America/Los_Angeles"
 UNCHECKED = {"spark.strata.vacuum.retentionCheck.enabled": "false", "spark.strata.vacuum.orphanMinAgeHours": "0"}
-PEER_UNCHECKED = "SET spark.databricks.delta.retentionDurationCheck.enabled = false"
+# delta-spark's VACUUM lists with spark.sql.sources.parallelPartitionDiscovery.parallelism tasks (10,000 by default: minutes
+# on 2 cores for a tiny table)
+PEER_SETUP = ["SET spark.databricks.delta.retentionDurationCheck.enabled = false",
+              "SET spark.sql.sources.parallelPartitionDiscovery.parallelism = 2"]
 
 
 @pytest.fixture
@@ -100,7 +103,7 @@ def test_dry_run_lists_what_delta_spark_lists_and_every_reader_agrees_after(sess
     before = strata_json(spark, path)
 
     mine = vacuum(spark, path, ", retention_hours => 0, dry_run => true")
-    peer.call("sql", statements=[PEER_UNCHECKED], time_zone=ZONE)
+    peer.call("sql", statements=PEER_SETUP, time_zone=ZONE)
     theirs = peer.call("query", sql=f"VACUUM delta.`{path}` RETAIN 0 HOURS DRY RUN", time_zone=ZONE)["rows"]
     assert {p for p, _ in mine} == {local(json.loads(r)["path"]) for r in theirs}
     kinds = {k for _, k in mine}
@@ -133,8 +136,7 @@ def test_each_engine_vacuums_a_table_the_other_wrote(session: SparkSession, peer
     spark.sql(f"UPDATE strata.`{mine}` SET id = id + 1000 WHERE id = 9")
     spark.sql(f"DELETE FROM strata.`{mine}` WHERE id = 10")
     before = strata_json(spark, mine)
-    peer.call("sql", time_zone=ZONE, statements=[
-        PEER_UNCHECKED,
+    peer.call("sql", time_zone=ZONE, statements=PEER_SETUP + [
         f"VACUUM delta.`{mine}` RETAIN 0 HOURS",
         f"CREATE TABLE delta.`{theirs}` (id BIGINT, p STRING) USING delta PARTITIONED BY (p) "
         "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",
