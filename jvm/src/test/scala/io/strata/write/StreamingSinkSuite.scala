@@ -117,7 +117,7 @@ class StreamingSinkSuite extends AnyFunSuite with SparkTestSession {
   }
 
   test("catalog table (strata catalog), complete mode over a running aggregate: each version is the aggregate; " +
-    "a replayed epoch commits nothing; update mode is refused") {
+    "a replayed epoch commits nothing; update mode and continuous processing are refused") {
     spark.sql("CREATE NAMESPACE IF NOT EXISTS strata.stream")
     val table = "strata.stream.counts"
     val checkpoint = tempDir("stream-complete").resolve("cp").toString
@@ -162,6 +162,13 @@ class StreamingSinkSuite extends AnyFunSuite with SparkTestSession {
     val e2 = intercept[Exception](q3.processAllAvailable())
     assert(e2.getMessage.contains("does not support Update mode"))
     assert(logOf(path).snapshot().version == snapshot.version)
+    // Continuous processing: refused when the query starts.
+    val e3 = intercept[Exception] {
+      spark.readStream.format("rate").load().selectExpr("cast(value as string) as k", "value as count")
+        .writeStream.format("strata").trigger(org.apache.spark.sql.streaming.Trigger.Continuous("1 second"))
+        .option("checkpointLocation", checkpoint + "-c").toTable(table)
+    }
+    assert(e3.getMessage.contains("continuous processing is not supported"), e3.getMessage)
   }
 
   test("session-catalog table, append: rows aligned to the table by name, widened; CHECK violations fail the " +

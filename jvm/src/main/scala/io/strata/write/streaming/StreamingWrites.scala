@@ -50,6 +50,10 @@ object StreamingWrites {
       s"table), not '${mode.toString.toLowerCase(Locale.ROOT)}'. To update rows by key, write each micro-batch with " +
       "foreachBatch and MERGE INTO, made idempotent by txnAppId/txnVersion.")
 
+  def continuousRefused(table: String): InvalidTableOperationException = new InvalidTableOperationException(
+    s"Strata's streaming sink (table $table) runs micro-batches (triggers processingTime, availableNow, once); " +
+      "continuous processing is not supported.")
+
   /** The output mode's name in commitInfo (delta-spark's spelling). */
   def outputModeName(mode: WriteMode): String = if (mode == WriteMode.Overwrite) "Complete" else "Append"
 }

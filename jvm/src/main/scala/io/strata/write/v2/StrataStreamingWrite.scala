@@ -1,7 +1,6 @@
 package io.strata.write.v2
 
-import io.strata.config.StrataOptions
-import io.strata.log.{InvalidTableOperationException, TableLog}
+import io.strata.log.TableLog
 import io.strata.shim.{RowAlignment, SparkInternals}
 import io.strata.write.{StreamingBatch, TableWrite, TestHooks, WriteMode}
 import io.strata.write.streaming.{SinkProgress, StreamingWrites}
@@ -29,9 +28,8 @@ final class StrataStreamingWriteBuilder(log: TableLog, info: LogicalWriteInfo, p
   override def build(): Write = {
     val spark = SparkSession.active
     val options = StreamingWrites.parse(info.options().asCaseSensitiveMap().asScala.toMap, catalog = true)
-    val batchId = SparkInternals.microBatchId(spark).getOrElse(throw new InvalidTableOperationException(
-      s"Strata's streaming sink (table ${log.tablePath}) runs micro-batches (triggers processingTime, availableNow, " +
-        "once); continuous processing is not supported."))
+    val batchId = SparkInternals.microBatchId(spark).getOrElse(
+      throw StreamingWrites.continuousRefused(log.tablePath.toString))
     val appId = options.txnAppId.getOrElse(info.queryId())
     val write = TableWrite.begin(log, info.schema(), mode,
       options.copy(txnAppId = Some(appId), txnVersion = Some(batchId)))

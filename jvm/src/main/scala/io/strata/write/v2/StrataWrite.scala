@@ -5,7 +5,7 @@ import io.strata.log.{AddFile, StrataException, TableLog}
 import io.strata.log.CheckConstraints
 import io.strata.shim.{InputReads, MergeClauses, ParquetFiles, PartitionSplitter, RowAlignment, RowChecks, SparkInternals}
 import io.strata.write.{JobFiles, ReplaceWhereFiles, StreamingBatch, TableWrite, WriteMode}
-import io.strata.write.streaming.SinkProgress
+import io.strata.write.streaming.{SinkProgress, StreamingWrites}
 import org.apache.spark.sql.connector.write.streaming.StreamingWrite
 import io.strata.write.v1.DirectCommitProtocol
 import org.apache.spark.sql.SparkSession
@@ -86,7 +86,8 @@ final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: Table
     case Some((b, progress)) => new StrataStreamingWrite(batch, b.batchId, progress,
       RowAlignment.compile(info.schema(), tableWrite.feeds, log.tablePath.toString,
         SparkInternals.sessionTimeZone(SparkSession.active)))
-    case None => super.toStreaming
+    // Micro-batches come through StrataStreamingWriteBuilder; a streaming write built otherwise is continuous.
+    case None => throw StreamingWrites.continuousRefused(log.tablePath.toString)
   }
 
   /** Driver-side metrics of the log commit, shown on the write node next to the tasks' files, rows and bytes. */
