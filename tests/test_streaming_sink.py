@@ -120,13 +120,14 @@ def assert_exactly_once(spark: SparkSession, table: Path, files: int, app_id: st
 
 
 def test_driver_killed_at_chosen_points_restarts_exactly_once(spark: SparkSession, tmp_path: Path) -> None:
-    files = 14
+    extra = int(os.environ.get("STRATA_STREAM_KILLS", "0"))
+    plan = ["beforeCommit", "afterCommit", "random", "beforeCommit", "afterCommit", "random"] + ["random"] * extra
+    files = 14 + 3 * extra  # a random kill comes after at least one commit of its run
     input_dir, table, checkpoint = tmp_path / "in", tmp_path / "t", tmp_path / "cp"
     write_inputs(input_dir, 0, files)
     common = dict(input=str(input_dir), table=str(table), checkpoint=str(checkpoint))
     rng = random.Random(16)
-    plan = ["beforeCommit", "afterCommit", "random", "beforeCommit", "afterCommit", "random"]
-    plan += ["random"] * int(os.environ.get("STRATA_STREAM_KILLS", "0"))
+    kills = 0
     orphans_seen = False
     for n, point in enumerate(plan):
         start_version = table_version(table)
@@ -146,8 +147,10 @@ def test_driver_killed_at_chosen_points_restarts_exactly_once(spark: SparkSessio
                 live = {u.split(str(table) + "/", 1)[-1] for u in DeltaTable(str(table)).file_uris()}
                 orphans_seen |= bool(data_files(table) - live)  # the batch's files, written, not committed
         child.kill_driver()
+        kills += 1
         if table_version(table) >= files - 1:
             break
+    assert kills == len(plan), f"the input ran out after {kills} kills"
     assert orphans_seen, "no kill left files of an uncommitted batch behind"
     # The last restart runs in this process (another application, the same checkpoint) until the input is consumed.
     (spark.readStream.schema("id long, p string").option("maxFilesPerTrigger", 1).json(str(input_dir))
