@@ -65,8 +65,7 @@ final class TableWrite private (
   def currentFiles: Seq[AddFile] = txn.readSnapshot.map(_.files).getOrElse(Nil)
 
   /** Stats columns to index (delta.dataSkippingNumIndexedCols). */
-  def numIndexedColumns: Int = txn.metadata.flatMap(_.configuration.get("delta.dataSkippingNumIndexedCols"))
-    .flatMap(_.toIntOption).map(n => if (n < 0) Int.MaxValue else n).getOrElse(DataFileStats.DefaultIndexedColumns)
+  def numIndexedColumns: Int = DataFileStats.numIndexedColumns(txn.metadata.map(_.configuration).getOrElse(Map.empty))
 
   /** For [[WriteMode.ReplaceWhere]]: the files the predicate replaces, and the scope a concurrent add conflicts in. */
   def replaceFiles(files: Seq[AddFile], scope: FilePredicate): Unit = replaced = Some((files, scope))
