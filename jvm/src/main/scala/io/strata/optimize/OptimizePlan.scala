@@ -30,14 +30,15 @@ final case class OptimizePlan(batches: Seq[Seq[OptimizeGroup]], partitionsSelect
 }
 
 /**
- * Chooses the files to rewrite. Bin-packing: in each selected partition, the files below the target size and every
+ * Chooses the files to rewrite. Bin-packing: in each selected partition, the files below `smallFileSize` (the target
+ * size, except for auto-compaction) and every
  * file with a deletion vector, smallest first, are packed into bins of at most the target size; a bin with at least
  * `minInputFiles` files, or any file with a deletion vector, is a group. Z-order: every file of each selected
  * partition forms one group (delta-spark rewrites single-file partitions too: the rows get sorted).
  */
 object OptimizePlanner {
   def plan(snapshot: Snapshot, selected: Map[String, Option[String]] => Boolean, targetFileSize: Long,
-           minInputFiles: Int, zOrder: Boolean, maxCommits: Int): OptimizePlan = {
+           minInputFiles: Int, zOrder: Boolean, maxCommits: Int, smallFileSize: Long): OptimizePlan = {
     val partitionSchema = TableSchema.of(snapshot.metadata).partitionSchema
     val partitionColumns = partitionSchema.fieldNames.toSeq
     val files = snapshot.files.filter(f => selected(f.partitionValues))
@@ -47,7 +48,7 @@ object OptimizePlanner {
         c -> fs.head.partitionValues.getOrElse(c, None))))
     var next = 0
     val perPartition: Seq[Seq[OptimizeGroup]] = partitions.map { fs =>
-      val bins = if (zOrder) Seq(fs) else binPack(fs, targetFileSize, minInputFiles)
+      val bins = if (zOrder) Seq(fs) else binPack(fs, targetFileSize, minInputFiles, smallFileSize)
       bins.map { b => next += 1; OptimizeGroup(next, fs.head.partitionValues, b) }
     }.filter(_.nonEmpty)
     val perCommit = math.max(1, math.ceil(perPartition.size.toDouble / math.max(1, maxCommits)).toInt)
@@ -55,8 +56,8 @@ object OptimizePlanner {
   }
 
   /** The bins worth rewriting among one partition's files (see [[OptimizePlanner]]). */
-  def binPack(files: Seq[AddFile], target: Long, minInputFiles: Int): Seq[Seq[AddFile]] = {
-    val candidates = files.filter(f => f.size < target || f.deletionVector.isDefined).sortBy(f => (f.size, f.path))
+  def binPack(files: Seq[AddFile], target: Long, minInputFiles: Int, smallFileSize: Long): Seq[Seq[AddFile]] = {
+    val candidates = files.filter(f => f.size < smallFileSize || f.deletionVector.isDefined).sortBy(f => (f.size, f.path))
     val bins = Seq.newBuilder[Seq[AddFile]]
     var bin = Vector.empty[AddFile]
     var binBytes = 0L

@@ -15,7 +15,9 @@ import scala.util.control.NonFatal
  * What to optimize. `where`: SQL over partition columns choosing the partitions (None: all); `zOrderBy`: data
  * columns to cluster by (empty: bin-packing); `targetFileSize`: None for the table's `delta.targetFileSize`, else
  * 128 MiB; `minInputFiles`: bins with fewer files are left alone (unless a file has a deletion vector);
- * `partitions`: only these partitions (auto-compaction: the ones a commit touched), on top of `where`.
+ * `partitions`: only these partitions (auto-compaction: the ones a commit touched), on top of `where`;
+ * `smallFileSize`: bin-packing candidates are the files below it (default: the target); `maxCommits`: overrides
+ * `spark.strata.optimize.maxCommits`.
  */
 final case class OptimizeRequest(
     where: Option[String] = None,
@@ -23,7 +25,9 @@ final case class OptimizeRequest(
     targetFileSize: Option[Long] = None,
     minInputFiles: Int = 2,
     auto: Boolean = false,
-    partitions: Option[Seq[Map[String, Option[String]]]] = None)
+    partitions: Option[Seq[Map[String, Option[String]]]] = None,
+    smallFileSize: Option[Long] = None,
+    maxCommits: Option[Int] = None)
 
 /** What an optimize did. `conflicts`: each group lost to a concurrent change, with the typed conflict. */
 final case class OptimizeResult(
@@ -60,7 +64,8 @@ object Optimizer {
       io.strata.table.PartitionValues.keySet(ps, io.strata.table.TableSchema.of(snapshot.metadata).partitionSchema))
     val plan = OptimizePlanner.plan(snapshot, v => settings.selects(v) && partitions.forall(_.contains(v)),
       settings.targetFileSize, request.minInputFiles, settings.zOrderBy.nonEmpty,
-      conf(spark, MaxCommitsKey, 10))
+      request.maxCommits.getOrElse(conf(spark, MaxCommitsKey, 10)),
+      request.smallFileSize.getOrElse(settings.targetFileSize))
     if (plan.isEmpty) return OptimizeResult.empty
     new Run(spark, log, snapshot, plan, settings, request.auto).execute()
   }

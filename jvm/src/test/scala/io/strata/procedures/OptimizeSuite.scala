@@ -209,4 +209,33 @@ class OptimizeSuite extends AnyFunSuite with DmlTestSupport with AdaptiveSparkPl
     assert(causes(e).exists(_.getMessage.contains("but the table is not partitioned")), e)
     assert(version(t) == v && files(t).size == 2)
   }
+
+  test("auto-compaction compacts the partitions a commit leaves with many small files; its failure fails no write") {
+    withConf("spark.strata.autoCompact.minNumFiles" -> "4") {
+      val t = freshTable("opt", "(id INT, p INT) USING strata PARTITIONED BY (p) " +
+        "TBLPROPERTIES ('delta.autoOptimize.autoCompact' = 'true')")
+      (0 until 3).foreach(i => spark.sql(s"INSERT INTO $t VALUES ($i, 1), ($i, 2)"))
+      val v = version(t)
+      assert(files(t).size == 6, "3 small files per partition: below the threshold")
+      spark.sql(s"INSERT INTO $t VALUES (9, 2)") // p = 2 reaches 4 small files; p = 1 is not touched
+      assert(version(t) == v + 2 && lastCommit(t).operation.contains("OPTIMIZE"))
+      assert(lastCommit(t).json.get("operationParameters").get("auto").asText == "true")
+      val (adds, removes) = changes(t, v + 2)
+      assert(adds.size == 1 && removes.size == 4 && (adds ++ removes).forall(f => f match {
+        case a: AddFile => !a.dataChange && a.partitionValues("p").contains("2")
+        case _ => true
+      }) && removes.forall(!_.dataChange))
+      // The V1 path triggers it too: p = 1 reaches 4 small files.
+      spark.createDataFrame(Seq((7, 1))).toDF("id", "p").write.format("strata").mode("append").save(location(t))
+      assert(version(t) == v + 4 && files(t).size == 2)
+      assert(rowsOf(t, "id, p").map(r => (r.getInt(0), r.getInt(1))).sortBy(_.toString) ==
+        Seq((0, 1), (0, 2), (1, 1), (1, 2), (2, 1), (2, 2), (7, 1), (9, 2)).sortBy(_.toString))
+      // A failing compaction is logged; the write has committed and stands.
+      withConf("spark.strata.autoCompact.maxFileSize" -> "many") {
+        (0 until 4).foreach(i => spark.sql(s"INSERT INTO $t VALUES (${20 + i}, 1)"))
+      }
+      assert(version(t) == v + 8 && !lastCommit(t).operation.contains("OPTIMIZE"))
+      assert(rowsOf(t).size == 12 && files(t).size == 6)
+    }
+  }
 }
