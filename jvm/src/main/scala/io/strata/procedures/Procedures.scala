@@ -7,7 +7,7 @@ object Procedures {
   val Namespace: String = "system"
 
   private val all: Map[String, StrataProcedure] = Seq[StrataProcedure](
-    HistoryProcedure, DetailProcedure, OptimizeProcedure, RestoreProcedure, CheckpointProcedure,
+    HistoryProcedure, DetailProcedure, OptimizeProcedure, VacuumProcedure, RestoreProcedure, CheckpointProcedure,
     CleanupLogProcedure
   ).map(p => p.name() -> p).toMap
 
