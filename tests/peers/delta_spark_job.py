@@ -23,6 +23,7 @@ import decimal
 import json
 import os
 import sys
+import time
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -132,8 +133,6 @@ def serve(spark: SparkSession) -> None:
      strings) at each version (null: the latest): {"rows": [[...], ...]}.
     Any other failure replies {"error": ...}, and the peer goes on serving.
     """
-    import time
-
     spark.conf.set("spark.databricks.delta.merge.materializeSource", "none")  # deterministic sources only
     for line in sys.stdin:
         request = json.loads(line)
