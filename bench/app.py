@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import dml
+import dml_dv
 from spec import (COMMON_CONF, DELTA_JARS, DISTRIBUTION, DRIVER_MEMORY, ICEBERG_JARS, ICEBERG_TABLE_PROPERTIES,
                   MASTER, WRITER_DRIVER_MEMORY, Sizes)
 
@@ -427,6 +428,8 @@ class Server:
             return m.result
         if workload in dml.WORKLOADS:
             return dml.run(self, workload, rnd, sys.modules[__name__])
+        if workload in dml_dv.WORKLOADS:
+            return dml_dv.run(self, workload, rnd, sys.modules[__name__])
         raise ValueError(f"unknown workload {workload}")
 
     # Workload 4's table, built once per system and version (setup) and cached in bench/cache/snapshots.
@@ -491,7 +494,7 @@ class Server:
 
     def cleanup(self, rnd: int) -> Json:
         for name in (f"append_r{rnd}", f"part100_r{rnd}", f"part1000_r{rnd}", f"small_r{rnd}",
-                     f"concurrent_r{rnd}", *dml.tables(rnd)):
+                     f"concurrent_r{rnd}", *dml.tables(rnd), *dml_dv.tables(rnd)):
             for partitioned in (False, True):
                 self.engine.drop(self.engine.table(name, partitioned))
         return {}

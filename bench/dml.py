@@ -19,7 +19,8 @@ statistics alone and Strata and delta-spark by reading the file: a different ope
 
 Copy-on-write everywhere: delta-spark with `delta.enableDeletionVectors=false` (its default for a new table is
 off, set explicitly), Iceberg with `write.delete.mode`, `write.update.mode`, `write.merge.mode` = copy-on-write;
-Strata has only copy-on-write. Each check must hold: the row counts after the statement, 100 data files before it,
+Strata without `delta.enableDeletionVectors` (it then copies on write). Workloads 8a-8c (bench/dml_dv.py) run the
+same statements on the same tables through `run` with merge-on-read properties. Each check must hold: the row counts after the statement, 100 data files before it,
 and a commit that removed and added data files but wrote no deletion vector (delta-spark) or delete file (Iceberg).
 """
 from __future__ import annotations
@@ -36,7 +37,7 @@ from spec import DML_KEYS
 Json = dict[str, Any]
 WORKLOADS = DML_KEYS
 PROPERTIES = {
-    "strata-v2": (),  # copy-on-write is Strata's only mode; the distribution mode comes from app.StrataV1
+    "strata-v2": (),  # no deletion vectors: copy-on-write; the distribution mode comes from app.StrataV1
     "delta": (("delta.enableDeletionVectors", "false"),),
     "iceberg": (("write.delete.mode", "copy-on-write"), ("write.update.mode", "copy-on-write"),
                 ("write.merge.mode", "copy-on-write")),
@@ -91,8 +92,9 @@ def merge_source(app: ModuleType, server: Any, rnd: int) -> None:
     spark.read.parquet(str(path)).createOrReplaceTempView("dml_src")
 
 
-def last_commit(server: Any, t: Any) -> Json:
-    """Data files the statement's commit removed and added, and what copy-on-write must not write."""
+def last_commit(server: Any, t: Any, version: int | None = None) -> Json:
+    """Data files the statement's commit (or the commit `version`) removed and added, and the deletion vectors or
+    delete files it wrote (copy-on-write: none)."""
     if server.system == "iceberg":
         row = server.spark.sql(f"SELECT operation, summary FROM {t.ref}.snapshots ORDER BY committed_at DESC "
                                "LIMIT 1").collect()[0]
@@ -100,7 +102,8 @@ def last_commit(server: Any, t: Any) -> Json:
         return {"removed": int(summary.get("deleted-data-files", 0)), "added": int(summary.get("added-data-files", 0)),
                 "delete_files": int(summary.get("added-delete-files", 0)), "operation": row["operation"]}
     logs = t.path / "_delta_log"
-    version = max(int(f.name[:-5]) for f in logs.iterdir() if f.name.endswith(".json") and f.name[:-5].isdigit())
+    if version is None:
+        version = max(int(f.name[:-5]) for f in logs.iterdir() if f.name.endswith(".json") and f.name[:-5].isdigit())
     out: Json = {"version": version, "removed": 0, "added": 0, "deletion_vectors": 0, "operation": None}
     for line in (logs / f"{version:020d}.json").read_text().splitlines():
         action = json.loads(line)
@@ -114,13 +117,28 @@ def last_commit(server: Any, t: Any) -> Json:
     return out
 
 
-def run(server: Any, workload: str, rnd: int, app: ModuleType) -> Json:
-    """Creates the table (untimed), times the one statement, then checks rows and the commit."""
+def commit_ok(commit: Json, merge_on_read: bool) -> bool:
+    """Copy-on-write: files removed and no deletion vector or delete file. Merge-on-read: the 2 files holding the
+    range get a deletion vector (Strata, delta-spark: each file's entry is removed and added back with its vector)
+    or the commit adds delete files and removes no data file (Iceberg)."""
+    if not merge_on_read:
+        return commit.get("deletion_vectors", 0) == 0 and commit.get("delete_files", 0) == 0 and commit["removed"] > 0
+    if "deletion_vectors" in commit:
+        return bool(commit["deletion_vectors"] == 2 and commit["removed"] == 2)
+    return bool(commit["delete_files"] > 0 and commit["removed"] == 0)
+
+
+def run(server: Any, workload: str, rnd: int, app: ModuleType, name: str | None = None,
+        properties: tuple[tuple[str, str], ...] | None = None, merge_on_read: bool = False) -> Json:
+    """Creates the table (untimed), times the one statement, then checks rows and the commit. `workload`: the
+    statement (delete, update, merge); `name`: the workload key naming the table (default `workload`);
+    `properties`: the table's (default: copy-on-write, PROPERTIES); `merge_on_read`: what the commit must show."""
     from pyspark.sql import functions as F
     e, s, spark = server.engine, server.sizes, server.spark
     n = s.rows
     setup = time.perf_counter()
-    t = replace(e.table(f"dml_{workload}_r{rnd}", False), properties=PROPERTIES[server.system])
+    props = PROPERTIES[server.system] if properties is None else properties
+    t = replace(e.table(f"dml_{name or workload}_r{rnd}", False), properties=props)
     e.drop(t)
     e.create(t)
     e.append(app.data(spark, 0, n, s.dml_files), t)
@@ -143,16 +161,17 @@ def run(server: Any, workload: str, rnd: int, app: ModuleType) -> Json:
     got = {"rows": int(row["rows"]), "marked": int(row["marked"] or 0), "in_range": int(row["in_range"] or 0)}
     want = expected(workload, n)
     commit = last_commit(server, t)
-    cow = commit.get("deletion_vectors", 0) == 0 and commit.get("delete_files", 0) == 0
+    mode_ok = commit_ok(commit, merge_on_read)
     range_rows = int(row["range_rows"] or 0)
-    ok = (got == want and files_before == s.dml_files and cow and commit["removed"] > 0
+    ok = (got == want and files_before == s.dml_files and mode_ok
           and range_rows == (0 if workload == "delete" else b - a))
     m.result["statement"] = sql
     m.result["setup_s"] = setup_s  # untimed: the table and the MERGE source
     m.result["commit"] = commit
     m.result["check"] = {"ok": ok, **got, **{f"expected_{k}": v for k, v in want.items()},
                          "range_rows": range_rows, "files_before": files_before,
-                         "expected_files_before": s.dml_files, "copy_on_write": cow}
+                         "expected_files_before": s.dml_files,
+                         ("merge_on_read" if merge_on_read else "copy_on_write"): mode_ok}
     e.drop(t)
     if workload == "merge":
         spark.catalog.dropTempView("dml_src")

@@ -11,11 +11,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import report_dv
 from spec import CONTROL, LABELS, PEERS, STRATA, SYSTEMS
 
 Json = dict[str, Any]
 BULK = ("append", "part100", "part1000", "overwrite", "snapshot")
 DML = ("delete", "update", "merge")
+DV_DML = report_dv.DV_DML
+ROW_LEVEL = DML + DV_DML
 
 
 def metric(run: Json) -> float:
@@ -146,6 +149,8 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
 
     for w in record["workloads"]:
         key = w["key"]
+        if key == report_dv.READ:
+            continue  # in the deletion vector section
         add(f"## {w['title']}")
         add("")
         add(w["definition"] + ".")
@@ -162,6 +167,9 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
             extra_head, extra_sep = " commits/s (min-max) | median commit s | checks |", "---|---|---|"
         if key in DML:
             extra_head, extra_sep = " data files removed / added (commit) | checks |", "---|---|"
+        if key in DV_DML:
+            extra_head, extra_sep = (" files removed / added (commit; with a vector, or delete files) | checks |",
+                                     "---|---|")
         add(head + extra_head + " CPU s | data written | log written | peak RSS MiB |")
         add("|---|---|---|---|---|---|---|" + extra_sep + "---|---|---|---|")
         for system in ((CONTROL,) if has_control else ()) + SYSTEMS:
@@ -198,13 +206,16 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
                     f"{r['check']['rows']:,}/{r['check']['expected_rows']:,} rows" for r in bad) + "**"
                 row += (f" {statistics.median(cps):.2f} ({min(cps):.2f}-{max(cps):.2f}) | "
                         f"{statistics.median(pooled):.3f} | {checks} |")
-            if key in DML:
+            if key in ROW_LEVEL:
                 removed = statistics.median(r["commit"]["removed"] for r in runs)
                 added = statistics.median(r["commit"]["added"] for r in runs)
+                mode = "merge-on-read" if key in DV_DML else "copy-on-write"
                 bad = [r for r in runs if not r["check"]["ok"]]
-                checks = f"rows, files and copy-on-write in all {len(runs)} rounds" if not bad else "**" + "; ".join(
+                checks = f"rows, files and {mode} in all {len(runs)} rounds" if not bad else "**" + "; ".join(
                     f"round {r['round']}: {json.dumps(r['check'])}" for r in bad) + "**"
-                row += f" {removed:.0f} / {added:.0f} | {checks} |"
+                marks = statistics.median(r["commit"].get("deletion_vectors", r["commit"].get("delete_files", 0))
+                                          for r in runs)
+                row += f" {removed:.0f} / {added:.0f}{f' ({marks:.0f})' if key in DV_DML else ''} | {checks} |"
             cpu = s.median_of(key, system, "cpu_s")
             row += f" {cpu:.1f} |" if cpu is not None else " |"
             wr = s.written(key, system)
@@ -219,7 +230,7 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
             row += f" {peak:.0f} |" if peak is not None else " |"
             add(row)
         add("")
-        if key in DML:
+        if key in ROW_LEVEL:
             spent = [(r["setup_s"], r["check_s"]) for r in s.timed if r["workload"] == key and "setup_s" in r]
             if spent:
                 add(f"Untimed around each statement (median over systems and rounds): table (and MERGE source) "
@@ -244,6 +255,7 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
                 for x, b in builds.items()) + ".")
             add("")
 
+    out.extend(report_dv.section(record, s))
     add("## Settings")
     add("")
     spark_version = record["versions"]["spark"]
@@ -281,7 +293,7 @@ def chart(record: Json, s: Summary, path: Path) -> None:
     width = 0.8 / len(systems)
     for i, system in enumerate(systems):
         xs, meds, lo, hi = [], [], [], []
-        for j, key in enumerate(BULK + DML):
+        for j, key in enumerate(BULK + DML + DV_DML):
             vals = s.values(key, system)
             if not vals:
                 continue
@@ -293,9 +305,11 @@ def chart(record: Json, s: Summary, path: Path) -> None:
         ax.bar(xs, meds, width, yerr=[lo, hi], capsize=2, label=LABELS[system], color=colors[system])
     short = {"append": "1. append", "part100": "2a. append,\n100 partitions", "part1000": "2b. append,\n1,000 partitions",
              "overwrite": "5. overwrite\none partition", "snapshot": "4. open + count,\n1,000 commits",
-             "delete": "7a. DELETE 1%", "update": "7b. UPDATE 1%", "merge": "7c. MERGE 1%\n+ 0.1% inserts"}
-    ax.set_xticks(range(len(BULK + DML)), [short[k] for k in BULK + DML], fontsize=8)
-    if any(s.values(k, x) for k in BULK + DML for x in systems):
+             "delete": "7a. DELETE 1%", "update": "7b. UPDATE 1%", "merge": "7c. MERGE 1%\n+ 0.1% inserts",
+             "delete_dv": "8a. DELETE 1%\nmerge-on-read", "update_dv": "8b. UPDATE 1%\nmerge-on-read",
+             "merge_dv": "8c. MERGE\nmerge-on-read"}
+    ax.set_xticks(range(len(BULK + DML + DV_DML)), [short[k] for k in BULK + DML + DV_DML], fontsize=8)
+    if any(s.values(k, x) for k in BULK + DML + DV_DML for x in systems):
         ax.set_yscale("log")
     ax.set_ylabel("seconds (median, min-max), log scale")
     ax.set_title(f"Bulk writes (N = {record['sizes']['rows']:,} rows), snapshot load, DML")

@@ -15,7 +15,7 @@ Method
   * Workload 6 runs after the rounds of workloads 1-5, with its own warm-up and timed rounds: 4 writer applications
     per system, started once, get a common go and append; every commit and row must land. Its warm-up round is
     shorter (4 x 5 appends): delta-spark needs minutes for one cold 4 x 25 round on 2 cores.
-  * Workloads 7a-7c (DELETE, UPDATE, MERGE; bench/dml.py) run in each round after workloads 1-5, on Strata V2,
+  * Workloads 7a-7c (DELETE, UPDATE, MERGE; bench/dml.py), then 8a-8d (bench/dml_dv.py) run in each round, on Strata V2,
     delta-spark and Iceberg, each statement on a fresh 100-file table of N rows created untimed just before it.
   * Anything that fails (a peer that cannot start, a workload that throws) stops the benchmark with a non-zero exit
     status and the error. Correctness checks (rows and commits after workloads 3, 4, 5, 6 and 7) are recorded with
@@ -30,7 +30,7 @@ Knobs
                           on 2 cores: the committed default run (bench/results/2026-11-23.json) took 58.7 minutes,
                           33 of them delta-spark's (27 in workload 6, about 5 minutes a round).
   --rounds / BENCH_ROUNDS timed rounds after the warm-up (default 5).
-  --dml-rounds / BENCH_DML_ROUNDS  timed rounds of workloads 7 (default 3, at most --rounds): each of its statements
+  --dml-rounds / BENCH_DML_ROUNDS  timed rounds of workloads 7, 8 (default 3, at most --rounds): each of its statements
                           needs a fresh table of N rows, built untimed, so they cost more wall time than they show.
   --out                   results folder (default bench/results): <date>.json (every raw run), latest.md, latest.png.
 
@@ -295,7 +295,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=int(os.environ.get("BENCH_ROUNDS") or 5))
     ap.add_argument("--dml-rounds", type=int,
                     default=int(os.environ.get("BENCH_DML_ROUNDS") or DEFAULT_DML_ROUNDS),
-                    help=f"timed rounds of workloads 7 (DML), at most --rounds (default {DEFAULT_DML_ROUNDS})")
+                    help=f"timed rounds of workloads 7, 8 (DML), at most --rounds (default {DEFAULT_DML_ROUNDS})")
     ap.add_argument("--out", type=Path, default=BENCH / "results")
     ap.add_argument("--jars", type=Path, default=CACHE / "jars")
     ap.add_argument("--systems", help="development only: a comma-separated subset (parquet always runs); "

@@ -42,7 +42,8 @@ class Workload:
     systems: tuple[str, ...]
     not_applicable: str | dict[str, str] = ""  # one reason for all, or one per system
     control: bool = False  # the noop control runs too
-    dml: bool = False  # workloads 7: timed in the first `--dml-rounds` rounds only
+    dml: bool = False  # workloads 7 and 8: timed in the first `--dml-rounds` rounds only
+    dv: bool = False  # workloads 8: deletion vectors / merge-on-read (bench/dml_dv.py)
 
 
 NO_LOG = "n/a: no transaction log"
@@ -53,6 +54,8 @@ NO_DML = {"parquet": "n/a: no row-level operations",
           "strata-v1": "n/a: DML runs through the catalog (V2 path): see Strata V2"}
 DML_TABLE = ("on a fresh table of N rows (workload 1's data, ids ordered) in 100 files of N/100 consecutive ids, "
              "unpartitioned, copy-on-write; A = N/2 + N/200, so the range covers half of each of 2 files")
+DV_MODES = ("Strata V2 and delta-spark with `delta.enableDeletionVectors=true`, Iceberg format version 2 with "
+            "`write.delete.mode`, `write.update.mode`, `write.merge.mode` = merge-on-read")
 
 WORKLOADS: tuple[Workload, ...] = (
     Workload("append", "1. Unpartitioned append",
@@ -79,9 +82,25 @@ WORKLOADS: tuple[Workload, ...] = (
              "`MERGE INTO t USING src ON t.id = src.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *` "
              "with src = the N/100 ids [A, A + N/100) with new values and N/1000 new ids [N, N + N/1000) (Parquet, "
              f"written untimed) {DML_TABLE}", DML_SYSTEMS, NO_DML, dml=True),
+    Workload("delete_dv", "8a. DELETE 1%, merge-on-read",
+             "7a's statement and table with deletion vectors (Strata, delta-spark) or position delete files "
+             f"(Iceberg): {DV_MODES}", DML_SYSTEMS, NO_DML, dml=True, dv=True),
+    Workload("update_dv", "8b. UPDATE 1%, merge-on-read", f"7b's statement and table, merge-on-read: {DV_MODES}",
+             DML_SYSTEMS, NO_DML, dml=True, dv=True),
+    Workload("merge_dv", "8c. MERGE 1% updates + 0.1% inserts, merge-on-read",
+             f"7c's statement, source and table, merge-on-read: {DV_MODES}", DML_SYSTEMS, NO_DML, dml=True, dv=True),
+    Workload("read_dv", "8d. Read after 10 changes with deletion vectors",
+             "a full read (`count(*)`, sums of `id`, `k`, `x`, `amt`, `length(s)`, max of `d` and `ts`: every column "
+             "of every live row) of 7's 100-file table with deletion vectors after 10 DELETEs of N/1000 ids each, "
+             "in files 5, 15, ..., 95 (untimed), against the same read of a table without vectors holding the same "
+             "live rows in the same 100-file layout (written untimed); each read 3 times per round, alternating, "
+             "median", ("strata-v2",), dict(NO_DML, delta="n/a: Strata's read overhead of its own vectors",
+                                            iceberg="n/a: Strata's read overhead of its own vectors"),
+             dml=True, dv=True),
 )
 WORKLOAD_KEYS = tuple(w.key for w in WORKLOADS)
-DML_KEYS = tuple(w.key for w in WORKLOADS if w.dml)
+DML_KEYS = tuple(w.key for w in WORKLOADS if w.dml and not w.dv)
+DV_KEYS = tuple(w.key for w in WORKLOADS if w.dv)
 DEFAULT_DML_ROUNDS = 3
 
 
@@ -163,4 +182,9 @@ SETTINGS_NOTES = (
     "footers); Spark's runtime group filter (on by default) applies to Strata and Iceberg, which plan through "
     "Spark's row-level operations; delta-spark plans its own commands. The MERGE source is a 2-file Parquet "
     "table written untimed and read through a temporary view.",
+    "Workloads 8a-8c (bench/dml_dv.py) repeat 7a-7c (same tables, statements, rounds, checks of rows) as "
+    f"merge-on-read: {DV_MODES}; their check requires deletion vectors on the 2 changed files' entries (Strata, "
+    "delta-spark) or delete files and no data file removed (Iceberg). 8d (Strata V2 only) times a full read of a "
+    "100-file table with vectors after 10 one-file DELETEs of N/1000 ids against the same read of a table without "
+    "vectors holding the same live rows in the same 100-file layout.",
 )

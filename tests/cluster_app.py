@@ -149,8 +149,19 @@ def scenario_writes(spark: SparkSession, cfg: dict[str, Any]) -> dict[str, Any]:
               "WHEN MATCHED THEN UPDATE SET p = 'm' WHEN NOT MATCHED THEN INSERT * "
               "WHEN NOT MATCHED BY SOURCE AND t.id >= 2800 THEN DELETE")
     dml_rows = sorted_rows(spark.table("strata.cluster.d"))
+    # The same DML merge-on-read (deletion vectors): vectors are read back on the executors.
+    spark.sql("CREATE TABLE strata.cluster.dv (id BIGINT, p STRING) USING strata PARTITIONED BY (p) "
+              "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+    spark.sql("INSERT INTO strata.cluster.dv SELECT id, cast(id % 5 AS STRING) FROM range(0, 3000, 1, 8)")
+    spark.sql("DELETE FROM strata.cluster.dv WHERE id % 7 = 0")
+    spark.sql("UPDATE strata.cluster.dv SET p = 'u' WHERE id < 100")
+    spark.sql("MERGE INTO strata.cluster.dv t USING cluster_src s ON t.id = s.id "
+              "WHEN MATCHED THEN UPDATE SET p = 'm' WHEN NOT MATCHED THEN INSERT * "
+              "WHEN NOT MATCHED BY SOURCE AND t.id >= 2800 THEN DELETE")
+    dv_rows = sorted_rows(spark.table("strata.cluster.dv"))
     return {"v1_rows": v1_rows, "v2_rows": v2_rows, "v2_location": location(spark, "strata.cluster.t"),
-            "dml_rows": dml_rows, "dml_location": location(spark, "strata.cluster.d")}
+            "dml_rows": dml_rows, "dml_location": location(spark, "strata.cluster.d"),
+            "dv_rows": dv_rows, "dv_location": location(spark, "strata.cluster.dv")}
 
 
 def scenario_kill(spark: SparkSession, cfg: dict[str, Any]) -> dict[str, Any]:

@@ -29,11 +29,12 @@ def delta_jars() -> str:
     return ",".join(jars)
 
 
-def run_delta_spark(mode: str, path: Path, out: Path) -> dict[str, Any]:
+def run_delta_spark(mode: str, path: Path, out: Path, *more: Path) -> dict[str, Any]:
     env = dict(os.environ, STRATA_DELTA_JARS=delta_jars())
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "peers" / "delta_spark_job.py"), mode, str(path), str(out)],
-        env=env, capture_output=True, text=True, timeout=600,
+        [sys.executable, str(ROOT / "tests" / "peers" / "delta_spark_job.py"), mode, str(path), str(out),
+         *map(str, more)],
+        env=env, capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))

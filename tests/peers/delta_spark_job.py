@@ -15,6 +15,12 @@ id 100 to a table (id long) and records the protocol delta-spark sees (DESCRIBE 
 `dml` runs a statement corpus (tests/test_dml_delta_spark.py): CORPUS_JSON is {"tables": {name: [DDL, ...]},
 "statements": [{"table": name, "sql": text}, ...]} where `{t}` stands for the table (delta.`BASE_DIR/name`) and
 `{using}` for `delta`; it writes, per statement, the table's sorted rows as JSON strings (or the error's first line).
+
+       python delta_spark_job.py dv_history TABLES_DIR OUT_JSON [PATH ...]
+`dv_history` builds tables with deletion vectors (tests/test_deletion_vectors.py) under TABLES_DIR, one per entry of
+DV_TABLES, and writes {"tables": {name: history}, "read": {PATH: history}}: a history holds the columns, each commit's
+operation and, per version, the sorted rows as JSON strings (read with versionAsOf) in UTC and, for the tables of
+DV_TIME_ZONE_TABLES, in America/Los_Angeles too. PATHs are existing tables, only read.
 """
 from __future__ import annotations
 
@@ -37,6 +43,10 @@ def main() -> None:
     spark = session()
     if mode == "dml":
         run_corpus(spark, sys.argv[2], sys.argv[3], sys.argv[4])
+        spark.stop()
+        return
+    if mode == "dv_history":
+        run_dv_history(spark, sys.argv[2], sys.argv[3], sys.argv[4:])
         spark.stop()
         return
     run(spark, mode, sys.argv[2], sys.argv[3])
@@ -78,6 +88,118 @@ def run_corpus(spark: SparkSession, corpus_file: str, base: str, out: str) -> No
             results.append({"error": str(e).strip().splitlines()[0][:500], "rows": table_rows(spark, path)})
     with open(out, "w", encoding="utf-8") as f:
         json.dump({"results": results}, f)
+
+
+# Columns of the deletion-vector tables: a string, a date, a timestamp and a decimal, each NULL on some rows; `id` is
+# the key the statements pick rows by. Rows are made from spark.range, so each range partition becomes one file.
+DV_COLUMNS = "id BIGINT, s STRING, d DATE, ts TIMESTAMP, amt DECIMAL(12,3)"
+DV_ROW = [
+    "id",
+    "CASE WHEN id % 11 = 0 THEN NULL ELSE concat('s-', id, CASE id % 3 WHEN 0 THEN ' ünï ✓' ELSE '' END) END AS s",
+    "CASE WHEN id % 13 = 0 THEN NULL ELSE date_add(DATE'1969-12-20', CAST(id % 20000 AS INT)) END AS d",
+    "CASE WHEN id % 7 = 0 THEN NULL ELSE timestamp_micros(id * 3600000123 - 86400000000) END AS ts",
+    "CASE WHEN id % 9 = 0 THEN NULL ELSE CAST(id * 1.125 - 50 AS DECIMAL(12,3)) END AS amt",
+]
+DV_PARTITION = "CASE id % 4 WHEN 0 THEN 'a' WHEN 1 THEN 'b/c' WHEN 2 THEN NULL ELSE 'with space' END AS p"
+DV_PROPERTIES = "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true', 'delta.checkpointInterval' = '3')"
+MERGE_SOURCE = ("(SELECT id, concat('m-', id) AS s, DATE'2030-01-01' AS d, TIMESTAMP'2030-01-01 12:00:00' AS ts, "
+                "CAST(-1.5 AS DECIMAL(12,3)) AS amt, {p}id % 3 = 0 AS gone FROM VALUES {ids} AS v(id))")
+# Per table: the CREATE TABLE, then steps: ("append", first id, end id, files) or a SQL statement ({t}: the table).
+DV_TABLES: dict[str, dict[str, Any]] = {
+    "flat": {"partitioned": False, "steps": [
+        ("append", 0, 300, 3),                                               # 3 files: ids 0-99, 100-199, 200-299
+        "DELETE FROM {t} WHERE id BETWEEN 10 AND 14",                        # a vector on the first file
+        "DELETE FROM {t} WHERE id % 10 = 7 AND id < 100",                    # replaced by a bigger one (checkpoint)
+        "UPDATE {t} SET s = concat('u-', s), amt = amt * 2 WHERE id % 25 = 1",  # vectors on all three files
+        "MERGE INTO {t} AS t USING " + MERGE_SOURCE.format(p="", ids="(150), (151), (153), (160), (1000), (1001)")
+        + " AS src ON t.id = src.id WHEN MATCHED AND src.gone THEN DELETE "
+        "WHEN MATCHED THEN UPDATE SET s = src.s, ts = src.ts WHEN NOT MATCHED THEN INSERT (id, s, d, ts, amt) "
+        "VALUES (src.id, src.s, src.d, src.ts, src.amt)",
+        "DELETE FROM {t} WHERE id >= 200 AND id < 300",                      # every row of the third file (checkpoint)
+        ("append", 300, 360, 1),
+        "DELETE FROM {t} WHERE id % 3 = 0 AND id >= 300",
+        "OPTIMIZE {t}",                                                      # rewrites the files without vectors
+        "DELETE FROM {t} WHERE id % 4 = 0 OR s IS NULL",                     # vectors on the compacted file
+        "INSERT INTO {t} VALUES (5000, NULL, NULL, NULL, NULL), (5001, 'last', DATE'2000-02-29', "
+        "TIMESTAMP'2000-02-29 23:59:59.999999', 12345.678)",
+    ]},
+    "part": {"partitioned": True, "steps": [
+        ("append", 0, 200, 2),                                               # 2 files in each of 4 partitions
+        "DELETE FROM {t} WHERE p = 'a' AND id < 50",
+        "DELETE FROM {t} WHERE p IS NULL AND id % 3 = 0",                    # (checkpoint)
+        "DELETE FROM {t} WHERE p = 'a' AND id < 100",                        # the rest of a file that had a vector
+        "UPDATE {t} SET p = 'moved', s = upper(s) WHERE id % 10 = 1",        # rows change partition
+        "MERGE INTO {t} AS t USING " + MERGE_SOURCE.format(p="'b/c' AS p, ", ids="(5), (12), (33), (42), (2000)")
+        + " AS src ON t.id = src.id WHEN MATCHED AND src.gone THEN DELETE "
+        "WHEN MATCHED THEN UPDATE SET amt = src.amt, d = src.d WHEN NOT MATCHED THEN INSERT *",  # (checkpoint)
+        ("append", 200, 240, 1),
+        "DELETE FROM {t} WHERE id % 2 = 0 AND p = 'b/c'",
+        "OPTIMIZE {t} WHERE p = 'with space'",                               # (checkpoint)
+        "DELETE FROM {t} WHERE amt IS NULL OR d IS NULL",
+    ]},
+    # Small row groups (set while this table is written): vectors hold rows of several row groups of one file.
+    "row_groups": {"partitioned": False, "row_group_bytes": 8192, "steps": [
+        ("append", 0, 20000, 2),
+        "DELETE FROM {t} WHERE id % 1000 = 999 OR id IN (0, 9999, 10000, 19999)",
+        "DELETE FROM {t} WHERE id BETWEEN 4000 AND 6500",                    # a bigger vector for the first file
+        "UPDATE {t} SET s = 'updated' WHERE id % 777 = 0",
+        "DELETE FROM {t} WHERE id % 501 = 0",
+    ]},
+}
+DV_TIME_ZONE_TABLES = ["flat"]
+OTHER_TIME_ZONE = "America/Los_Angeles"
+
+
+def history(spark: SparkSession, path: str, time_zones: list[str]) -> dict[str, object]:
+    """Per version, the sorted rows as JSON strings in each time zone; the columns; each commit's operation."""
+    entries = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").select("version", "operation").collect()
+    operations = [op for _, op in sorted((r["version"], r["operation"]) for r in entries)]
+    result: dict[str, object] = {"columns": spark.read.format("delta").load(path).columns, "operations": operations}
+    # One DataFrame per version: its snapshot is built once, and toJSON takes the session time zone when called.
+    frames = [spark.read.format("delta").option("versionAsOf", v).load(path) for v in range(len(operations))]
+    for zone in time_zones:
+        began = time.monotonic()
+        spark.conf.set("spark.sql.session.timeZone", zone)
+        result[zone] = [sorted(df.toJSON().collect()) for df in frames]
+        print(f"dv_history: {time.monotonic() - began:6.1f}s read {len(frames)} versions of {path} in {zone}",
+              file=sys.stderr)
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    return result
+
+
+def build_dv_table(spark: SparkSession, path: str, spec: dict[str, Any]) -> None:
+    partitioned = bool(spec["partitioned"])
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
+    if "row_group_bytes" in spec:
+        hadoop_conf.set("parquet.block.size", str(spec["row_group_bytes"]))
+    table = f"delta.`{path}`"
+    columns = DV_COLUMNS + (", p STRING" if partitioned else "")
+    spark.sql(f"CREATE TABLE {table} ({columns}) USING delta {'PARTITIONED BY (p) ' if partitioned else ''}"
+              + DV_PROPERTIES)
+    for step in spec["steps"]:
+        began = time.monotonic()
+        if isinstance(step, tuple):
+            _, start, end, files = step
+            row = DV_ROW + ([DV_PARTITION] if partitioned else [])
+            spark.range(start, end, 1, files).selectExpr(*row).write.format("delta").mode("append").save(path)
+        else:
+            spark.sql(step.format(t=table))
+        print(f"dv_history: {time.monotonic() - began:6.1f}s {str(step)[:60]}", file=sys.stderr)
+    hadoop_conf.unset("parquet.block.size")
+
+
+def run_dv_history(spark: SparkSession, base: str, out: str, read_paths: list[str]) -> None:
+    # Each snapshot (every commit, every versionAsOf read) is rebuilt in one task instead of 50: tiny tables.
+    spark.conf.set("spark.databricks.delta.snapshotPartitions", "1")
+    tables = {}
+    for name, spec in DV_TABLES.items():
+        path = os.path.join(base, name)
+        build_dv_table(spark, path, spec)
+        zones = ["UTC"] + ([OTHER_TIME_ZONE] if name in DV_TIME_ZONE_TABLES else [])
+        tables[name] = {"path": path, **history(spark, path, zones)}
+    read = {path: history(spark, path, ["UTC"]) for path in read_paths}
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump({"tables": tables, "read": read, "time_zone": OTHER_TIME_ZONE}, f)
 
 
 def run(spark: SparkSession, mode: str, path: str, out: str) -> None:

@@ -46,12 +46,15 @@ class DeleteMetrics:
     num_added_files: int
     num_removed_bytes: int
     num_added_bytes: int
+    num_deletion_vectors_added: int = 0
+    num_deletion_vectors_removed: int = 0
 
     @classmethod
     def _of(cls, version: int | None, m: Mapping[str, str]) -> DeleteMetrics:
         return cls(version, _metric(m, "numDeletedRows"), _metric(m, "numCopiedRows"),
                    _metric(m, "numRemovedFiles") or 0, _metric(m, "numAddedFiles") or 0,
-                   _metric(m, "numRemovedBytes") or 0, _metric(m, "numAddedBytes") or 0)
+                   _metric(m, "numRemovedBytes") or 0, _metric(m, "numAddedBytes") or 0,
+                   _metric(m, "numDeletionVectorsAdded") or 0, _metric(m, "numDeletionVectorsRemoved") or 0)
 
 
 @dataclass(frozen=True)
@@ -70,12 +73,15 @@ class UpdateMetrics:
     num_added_files: int
     num_removed_bytes: int
     num_added_bytes: int
+    num_deletion_vectors_added: int = 0
+    num_deletion_vectors_removed: int = 0
 
     @classmethod
     def _of(cls, version: int | None, m: Mapping[str, str]) -> UpdateMetrics:
         return cls(version, _metric(m, "numUpdatedRows"), _metric(m, "numCopiedRows"),
                    _metric(m, "numRemovedFiles") or 0, _metric(m, "numAddedFiles") or 0,
-                   _metric(m, "numRemovedBytes") or 0, _metric(m, "numAddedBytes") or 0)
+                   _metric(m, "numRemovedBytes") or 0, _metric(m, "numAddedBytes") or 0,
+                   _metric(m, "numDeletionVectorsAdded") or 0, _metric(m, "numDeletionVectorsRemoved") or 0)
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,8 @@ class MergeMetrics:
     num_target_files_added: int
     num_target_bytes_removed: int
     num_target_bytes_added: int
+    num_target_deletion_vectors_added: int = 0
+    num_target_deletion_vectors_removed: int = 0
 
     @classmethod
     def _of(cls, version: int | None, m: Mapping[str, str]) -> MergeMetrics:

@@ -8,7 +8,7 @@ import io.strata.write.{TableWrite, WriteMode}
 import io.strata.write.v2.MergeOnReadWrite
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.expressions.{Expressions, NamedReference}
-import org.apache.spark.sql.connector.read.{Scan, ScanBuilder}
+import org.apache.spark.sql.connector.read.ScanBuilder
 import org.apache.spark.sql.connector.write.{DeltaWrite, DeltaWriteBuilder, LogicalWriteInfo, RowLevelOperation, RowLevelOperationBuilder, SupportsDelta}
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
@@ -33,13 +33,7 @@ final class MergeOnReadOperation(table: StrataV2Table, log: TableLog, cmd: RowLe
   override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = {
     val builder = table.newScanBuilder(options).asInstanceOf[StrataScanBuilder]
     scanned = Some(builder)
-    new ScanBuilder with org.apache.spark.sql.internal.connector.SupportsPushDownCatalystFilters
-      with org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns {
-      override def pushFilters(fs: Seq[org.apache.spark.sql.catalyst.expressions.Expression]) = builder.pushFilters(fs)
-      override def pushedFilters = builder.pushedFilters
-      override def pruneColumns(s: org.apache.spark.sql.types.StructType): Unit = builder.pruneColumns(s)
-      override def build(): Scan = builder.build()
-    }
+    builder
   }
 
   /** The rows the scan selected (the conditions Spark pushed to it), as the commit's read set. */

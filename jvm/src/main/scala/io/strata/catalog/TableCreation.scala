@@ -75,7 +75,8 @@ object TableCreation {
       createdTime = Some(System.currentTimeMillis())))
     val meta = base.copy(description = d.description, schemaString = d.schema.json,
       partitionColumns = d.partitionColumns,
-      configuration = TableProperties.applyTo(txn, d.properties, log.tablePath.toString))
+      configuration = TableProperties.applyTo(txn,
+        io.strata.config.TableDefaults.forNewTable(d.properties, txn.readSnapshot.isEmpty), log.tablePath.toString))
     txn.commit(TableOperation.ReplaceTable(meta, txn.readSnapshot.map(_.files).getOrElse(Nil), Nil, createOnly), Nil,
       Operation(operation, Map("partitionBy" -> ActionCodec.mapper.writeValueAsString(d.partitionColumns.toArray))))
   }

@@ -54,9 +54,23 @@ final case class WriteConf(options: Map[String, String], session: String => Opti
         s"$where has invalid value '$v': it must be a whole number > 0."))
       case scala.None => 100
     }
+
+  /**
+   * Deletion vectors whose data takes at most this many bytes are stored inline in the log (`i` descriptors) instead
+   * of in a `deletion_vector_*.bin` file (`write.deletion-vector.inline-max-bytes`, default 0: always a file, as
+   * delta-spark writes them; every reader of the protocol must read both).
+   */
+  def maxInlineVectorBytes: Int =
+    lookup(WriteConf.InlineVectorKey, "spark.strata." + WriteConf.InlineVectorKey, WriteConf.InlineVectorKey) match {
+      case Some((where, v)) => v.trim.toIntOption.filter(n => n >= 0 && n <= 4096).getOrElse(
+        throw new InvalidTableOperationException(s"$where has invalid value '$v': it must be a whole number of " +
+          "bytes from 0 to 4096."))
+      case scala.None => 0
+    }
 }
 
 object WriteConf {
+  val InlineVectorKey = "write.deletion-vector.inline-max-bytes"
   val DistributionModeKey = "write.distribution-mode"
   val MaxOpenFilesKey = "write.fanout.max-open-files"
   val TargetFileSizeKey = "write.target-file-size-bytes"

@@ -12,7 +12,10 @@ package io.strata.log
  *     a read predicate conflicts; under snapshot isolation adds never conflict otherwise;
  *  5. a remove (any `dataChange`) of a file this transaction removes (delete-delete) or depends on (delete-read)
  *     conflicts at every level; so does a data-changing remove whose partition values and statistics may match a
- *     read predicate (rows this transaction read were deleted).
+ *     read predicate (rows this transaction read were deleted);
+ *  6. deletion vectors: a file's new vector (remove and add of one path) adds no rows, so its add is no append; when
+ *     this transaction deletes rows of the same file with a vector ([[RowDeleteRebase]], DELETE / UPDATE) and the
+ *     rows are disjoint, the remove is absorbed instead of conflicting (overlapping rows: delete-delete).
  */
 private[log] final class ConflictChecker(
     log: TableLog,
@@ -20,7 +23,8 @@ private[log] final class ConflictChecker(
     isolation: IsolationLevel,
     reads: ReadSet,
     readVersion: Long,
-    changesMetadata: Boolean) {
+    changesMetadata: Boolean,
+    rowRebase: Option[RowDeleteRebase] = None) {
   private val removed = staged.collect { case r: RemoveFile => abs(r.path) }.toSet
   private val ownAppTxns = staged.collect { case t: SetTransaction => t.appId -> t.version }.toMap
 
@@ -68,7 +72,21 @@ private[log] final class ConflictChecker(
     if (winner.exists(_.isInstanceOf[Protocol])) {
       throw new ProtocolChangedException(version, op, "the table's protocol changed")
     }
+    // A file given a new deletion vector (remove and add of one path): no rows added, some deleted.
+    val revectored: Map[String, AddFile] = {
+      val removedPaths = winner.collect { case r: RemoveFile => abs(r.path) }.toSet
+      winner.collect { case a: AddFile if removedPaths(abs(a.path)) => abs(a.path) -> a }.toMap
+    }
+    // Rows of one of our files deleted by the winner, disjoint from ours: absorbed (see RowDeleteRebase).
+    val absorbed: Set[String] = rowRebase.fold(Set.empty[String]) { rebase =>
+      winner.collect {
+        case r: RemoveFile if revectored.contains(abs(r.path)) && rebase.changes(abs(r.path)) &&
+          rebase.absorb(version, op, abs(r.path), r, revectored(abs(r.path))) => abs(r.path)
+      }.toSet
+    }
     winner.foreach {
+      case a: AddFile if revectored.contains(abs(a.path)) && !changesMetadata =>
+      case r: RemoveFile if absorbed(abs(r.path)) =>
       case a: AddFile if changesMetadata => throw new MetadataChangedException(version, op,
         s"it added file ${a.path} while this transaction changes the table's definition")
       case a: AddFile if a.dataChange && isolation == IsolationLevel.Serializable =>

@@ -78,9 +78,10 @@ object TableOperation {
    * Marks rows deleted with deletion vectors (merge-on-read DELETE, UPDATE, MERGE) and adds new rows. `changed`:
    * per data file, its entry as read and its entry with the grown vector (None: every row is deleted, the file goes).
    * Reads the rows `filter` selects and the changed files; a file's change is remove(old entry) + add(new entry).
+   * `rebase`: how a concurrent new vector on one of the same files, on other rows, is absorbed (DELETE, UPDATE).
    */
-  final case class DeleteRows(filter: FilePredicate, changed: Seq[(AddFile, Option[AddFile])], added: Seq[AddFile])
-      extends TableOperation {
+  final case class DeleteRows(filter: FilePredicate, changed: Seq[(AddFile, Option[AddFile])], added: Seq[AddFile],
+                              rebase: Option[RowDeleteRebase] = None) extends TableOperation {
     def stage(txn: Transaction, now: Long): Seq[Action] = {
       txn.readWhere(filter)
       txn.readFiles(changed.map(_._1))

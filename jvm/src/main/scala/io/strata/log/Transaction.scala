@@ -74,8 +74,12 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
   }
 
   /** Commits `op` (its reads declared, its actions staged) plus `extra` actions (a `txn`) as the next version. */
-  def commit(op: TableOperation, extra: Seq[Action], operation: Operation): CommitResult =
+  def commit(op: TableOperation, extra: Seq[Action], operation: Operation): CommitResult = {
+    rowRebase = op match { case d: TableOperation.DeleteRows => d.rebase; case _ => None }
     commit(op.stage(this, System.currentTimeMillis()) ++ extra, operation)
+  }
+
+  private var rowRebase: Option[RowDeleteRebase] = None
 
   /** Commits `actions` as the next version. Single use. */
   def commit(actions: Seq[Action], operation: Operation): CommitResult = {
@@ -97,11 +101,11 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     if (readSnapshot.forall(_.protocol != protocol)) staged += protocol
     newMetadata.foreach(staged += _)
     staged ++= actions
-    val body = staged.result()
+    var body: Seq[Action] = staged.result()
     val checker = new ConflictChecker(log, body, isolation, reads, readVersion,
-      changesMetadata = newMetadata.isDefined || requireNewTable)
+      changesMetadata = newMetadata.isDefined || requireNewTable, rowRebase)
     val info = commitInfo(operation, body, checker.isBlindAppend, isolation)
-    val lines = (info +: body).map(ActionCodec.serialize)
+    var lines = (info +: body).map(ActionCodec.serialize)
     // Idempotence against the version this transaction read; the winners are checked in the loop.
     body.collectFirst { case t: SetTransaction if readSnapshot.flatMap(_.transactionVersion(t.appId)).exists(_ >= t.version) =>
       Transaction.logger.info(s"Application '${t.appId}' version ${t.version} is already committed in ${log.tablePath}.")
@@ -129,6 +133,11 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
           case Transaction.LostRace =>
             if (attempt >= maxAttempts) throw new CommitRetriesExhaustedException(attempt, version)
             version = checker.checkCommits(version, None) + 1
+            // Winners put vectors on files we change, on other rows: our vectors grow by theirs.
+            rowRebase.filter(_.pending).foreach { r =>
+              body = r.restage(body, System.currentTimeMillis())
+              lines = (info +: body).map(ActionCodec.serialize)
+            }
             attempt += 1
         }
       }

@@ -30,11 +30,13 @@ final class DeletionVectorParquetFormat(val tablePath: String) extends ParquetFi
   override def buildReaderWithPartitionValues(spark: SparkSession, dataSchema: StructType, partitionSchema: StructType,
       requiredSchema: StructType, filters: Seq[Filter], options: Map[String, String],
       hadoopConf: Configuration): PartitionedFile => Iterator[InternalRow] = {
+    // Each reader gets its own copy of the conf: Spark's Parquet format writes the requested schema into it and
+    // broadcasts it, and in local mode the broadcast is the same object, so a shared conf would be overwritten.
     val plain = super.buildReaderWithPartitionValues(spark, dataSchema, partitionSchema, requiredSchema, filters,
-      options, hadoopConf)
+      options, new Configuration(hadoopConf))
     val indexed = requiredSchema.add(DeletionVectorReads.RowIndexField)
     val withIndex = super.buildReaderWithPartitionValues(spark, dataSchema, partitionSchema, indexed, filters,
-      options, hadoopConf)
+      options, new Configuration(hadoopConf))
     val conf = DeletionVectorReads.broadcastConf(spark, hadoopConf)
     val output = StructType(indexed.fields ++ partitionSchema.fields)
     val table = tablePath

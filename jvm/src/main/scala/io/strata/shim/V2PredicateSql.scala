@@ -15,7 +15,8 @@ import scala.util.control.NonFatal
  *  - dates, timestamp_ntz, strings (quotes escaped), binary, floats, booleans: Catalyst's `Literal.sql`;
  *  - timestamps: ISO-8601 in UTC (`TIMESTAMP '2024-11-03T05:30:00.000000Z'`): Catalyst renders them in the session
  *    zone without an offset, which names two instants in a DST fall-back hour;
- *  - decimals: `CAST('12.50' AS DECIMAL(10,2))`, plain digits and the literal's own type.
+ *  - decimals: `CAST('12.50' AS DECIMAL(10,2))`, plain digits and the literal's own type;
+ *  - prefix, suffix and substring tests (`v LIKE 'a%'`): `startswith`, `endswith`, `contains`.
  */
 object V2PredicateSql {
   /** The SQL of `expression`, or None when it has a part Spark's SQL builder cannot render. */
@@ -30,5 +31,9 @@ object V2PredicateSql {
         s"CAST('${PartitionValues.formatDecimal(d.toJavaBigDecimal)}' AS ${t.sql})"
       case (v, t) => CatalystLiteral(v, t).sql
     }
+    // Spark renders these as `LIKE '...%' ESCAPE '\'`, which its own parser reads as an unterminated string.
+    override protected def visitStartsWith(l: String, r: String): String = s"startswith($l, $r)"
+    override protected def visitEndsWith(l: String, r: String): String = s"endswith($l, $r)"
+    override protected def visitContains(l: String, r: String): String = s"contains($l, $r)"
   }
 }

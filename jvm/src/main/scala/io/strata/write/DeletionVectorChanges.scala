@@ -10,7 +10,7 @@ import org.apache.hadoop.fs.Path
  * whose every row is now deleted is removed instead. `written`: the vector file, to delete if the commit fails.
  */
 final case class DeletionVectorChanges(changed: Seq[(AddFile, Option[AddFile])], written: Option[Path],
-                                       deletedRows: Long) {
+                                       deletedRows: Long, newRows: Map[String, DeletedRows]) {
   def vectorsAdded: Long = changed.count { case (old, now) => old.deletionVector.isEmpty && now.isDefined }.toLong
   def vectorsUpdated: Long = changed.count { case (old, now) => old.deletionVector.isDefined && now.isDefined }.toLong
   def vectorsRemoved: Long = changed.count(_._1.deletionVector.isDefined).toLong
@@ -31,20 +31,21 @@ object DeletionVectorChanges {
       val all = file.deletionVector.fold(rows)(dv => DeletionVectors.read(dv, snapshot.tablePath, conf).union(rows))
       (file, all, rows.cardinality)
     }
-    val (gone, kept) = grown.partition { case (file, all, _) => physicalRows(file, snapshot, conf) == all.cardinality }
+    val (gone, kept) = grown.partition { case (file, all, _) =>
+      physicalRows(file, snapshot.tablePath, conf) == all.cardinality }
     val store = if (kept.isEmpty) Nil
       else DeletionVectorStore.write(snapshot.tablePath, conf, kept.map(_._2), maxInlineBytes)
     val written = store.flatMap(_.file(snapshot.tablePath)).headOption
     val changed = gone.map { case (file, _, _) => (file, None) } ++ kept.zip(store).map { case ((file, _, _), dv) =>
       (file, Some(file.copy(deletionVector = Some(dv), dataChange = true, stats = file.stats.map(looseBounds))))
     }
-    DeletionVectorChanges(changed, written, grown.map(_._3).sum)
+    DeletionVectorChanges(changed, written, grown.map(_._3).sum, deleted.filterNot(_._2.isEmpty))
   }
 
   /** Stored rows (protocol: a file with a vector must have `numRecords`); from the Parquet footer if stats lack it. */
-  private def physicalRows(file: AddFile, snapshot: Snapshot, conf: Configuration): Long =
+  def physicalRows(file: AddFile, tablePath: Path, conf: Configuration): Long =
     file.physicalRows.getOrElse {
-      val path = snapshot.absolutePath(file.path)
+      val path = Snapshot.absolutePath(tablePath, file.path)
       val reader = org.apache.parquet.hadoop.ParquetFileReader.open(
         org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(path, conf))
       try reader.getRecordCount finally reader.close()

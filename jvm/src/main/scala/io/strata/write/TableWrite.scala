@@ -97,7 +97,7 @@ final class TableWrite private (
       case r: TableOperation.ReplaceTable => r.replaced
       case _ => Nil
     }
-    val appTxn = options.appTransaction.map { case (app, v) => SetTransaction(app, v, Some(now)) }
+    val appTxn = appTransaction(now)
     mode match {
       case WriteMode.RewriteRows(command) =>
         val read = rowLevelRead.get
@@ -126,10 +126,12 @@ final class TableWrite private (
   }
 
   /** Commits an operation the caller built (merge-on-read row changes), with this write's application version. */
-  def commitOperation(op: TableOperation, operation: Operation): CommitResult = {
-    val appTxn = options.appTransaction.map { case (app, v) => SetTransaction(app, v, Some(System.currentTimeMillis())) }
-    txn.commit(op, appTxn.toSeq, operation)
-  }
+  def commitOperation(op: TableOperation, operation: Operation): CommitResult =
+    txn.commit(op, appTransaction(System.currentTimeMillis()).toSeq, operation)
+
+  /** The `txn` action of an idempotent write (write options txnAppId / txnVersion). */
+  private def appTransaction(now: Long): Option[SetTransaction] =
+    options.appTransaction.map { case (app, v) => SetTransaction(app, v, Some(now)) }
 
   /** The log operation this write is, given the files it wrote. */
   private def operation(added: Seq[AddFile]): TableOperation = (definition, mode) match {
@@ -167,7 +169,8 @@ object TableWrite {
     val base = txn.readSnapshot.map(_.metadata).getOrElse(Metadata(id = UUID.randomUUID().toString, schemaString = "",
       createdTime = Some(System.currentTimeMillis())))
     txn.updateMetadata(base.copy(schemaString = definition.schema.json, partitionColumns = definition.partitionColumns,
-      configuration = TableProperties.applyTo(txn, definition.properties, log.tablePath.toString),
+      configuration = TableProperties.applyTo(txn,
+        io.strata.config.TableDefaults.forNewTable(definition.properties, txn.readSnapshot.isEmpty), log.tablePath.toString),
       description = definition.description))
     val matched = TableSchema.matchColumns(definition.schema, dataSchema, log.tablePath.toString)
     val mode = if (txn.readSnapshot.isDefined) WriteMode.Overwrite else WriteMode.Append
@@ -211,7 +214,10 @@ object TableWrite {
           options.partitionColumns.orElse(keep).getOrElse(Nil))
         val base = existing.map(_.metadata).getOrElse(Metadata(id = UUID.randomUUID().toString, schemaString = "",
           createdTime = Some(System.currentTimeMillis())))
-        txn.updateMetadata(base.copy(schemaString = schema.json, partitionColumns = partCols))
+        val configuration = if (existing.isDefined) base.configuration else
+          TableProperties.applyTo(txn, io.strata.config.TableDefaults.forNewTable(Map.empty, isNew = true), name)
+        txn.updateMetadata(base.copy(schemaString = schema.json, partitionColumns = partCols,
+          configuration = configuration))
         new TableWrite(log, txn, TableSchema(schema, partCols),
           schema.fields.toSeq.map(f => ColumnFeed(f, f.name, cast = false)), mode, options, definition = Some(false))
     }

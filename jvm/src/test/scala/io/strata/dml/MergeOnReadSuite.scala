@@ -98,4 +98,96 @@ class MergeOnReadSuite extends AnyFunSuite with DmlTestSupport {
     assert(!rowsOf(dv, "id").contains(Row(2L)) && !rowsOf(dv, "id").contains(Row(4L)))
     assert(rowsOf(dv).size == 38)
   }
+
+  test("a checkpoint carries the vectors of adds and removes; replay from it gives the same files and rows") {
+    val (dv, cow) = pair()
+    spark.sql(s"ALTER TABLE $dv SET TBLPROPERTIES ('delta.checkpointInterval' = '2')")
+    Seq("DELETE FROM {t} WHERE id = 1", "DELETE FROM {t} WHERE id = 3", "UPDATE {t} SET v = 'u' WHERE id = 5")
+      .foreach(both(dv, cow))
+    val snap = log(dv).snapshot()
+    val cp = snap.segment.checkpointVersion.getOrElse(fail("no checkpoint written"))
+    val cpFile = io.strata.log.FileNames.checkpointFile(log(dv).logPath, cp)
+    val actions = io.strata.log.Checkpoints.read(cpFile, log(dv).conf).toSeq
+    val cpAdds = actions.collect { case a: io.strata.log.AddFile => (a.path, a.deletionVector) }
+    assert(cpAdds.exists(_._2.isDefined), cpAdds)
+    assert(actions.collect { case r: io.strata.log.RemoveFile => r }.exists(_.deletionVector.isDefined))
+    assert(cpAdds.toSet == log(dv).snapshotAt(cp).files.map(f => (f.path, f.deletionVector)).toSet)
+    assert(rowsOf(dv) == rowsOf(cow))
+  }
+
+  test("spark.strata.properties.defaults.enableDeletionVectors turns vectors on for new tables only") {
+    val existing = freshTable("mor_def_old", s"$cols USING strata")
+    spark.conf.set("spark.strata.properties.defaults.enableDeletionVectors", "true")
+    try {
+      val created = freshTable("mor_def", s"$cols USING strata")
+      val optedOut = freshTable("mor_def_off", s"$cols USING strata TBLPROPERTIES ('delta.enableDeletionVectors' = 'false')")
+      val path = tempDir("mor-def-path").resolve("t").toString
+      spark.range(3).selectExpr("id", "'a' AS v", "'x' AS p").write.format("strata").save(path)
+      spark.sql(s"INSERT INTO $existing VALUES (1, 'a', 'x')")
+      def enabled(l: io.strata.log.TableLog) =
+        l.snapshot().metadata.configuration.get("delta.enableDeletionVectors")
+      assert(enabled(log(created)).contains("true") && log(created).snapshot().protocol.minReaderVersion == 3)
+      assert(enabled(log(optedOut)).contains("false"))
+      val pathLog = io.strata.log.TableLog.forPath(new org.apache.hadoop.fs.Path(path), log(created).conf)
+      assert(enabled(pathLog).contains("true"))
+      assert(enabled(log(existing)).isEmpty)
+      spark.range(0, 10, 1, 1).selectExpr("id", "'a' AS v", "'x' AS p").writeTo(created).append() // one file
+      spark.sql(s"DELETE FROM $created WHERE id = 1")
+      assert(changes(created, version(created))._1.exists(_.deletionVector.isDefined))
+    } finally spark.conf.unset("spark.strata.properties.defaults.enableDeletionVectors")
+  }
+
+  test("small vectors inline in the log when asked (write.deletion-vector.inline-max-bytes); bad values refused") {
+    val (dv, cow) = pair()
+    spark.conf.set("spark.strata.write.deletion-vector.inline-max-bytes", "1000")
+    try {
+      both(dv, cow)("DELETE FROM {t} WHERE id IN (6, 9)")
+      val (adds, _) = changes(dv, version(dv))
+      assert(adds.nonEmpty && adds.forall(_.deletionVector.exists(_.storageType == "i")), adds)
+      both(dv, cow)("UPDATE {t} SET v = 'z' WHERE id = 11")
+      spark.conf.set("spark.strata.write.deletion-vector.inline-max-bytes", "-1")
+      val e = intercept[Exception](spark.sql(s"DELETE FROM $dv WHERE id = 12"))
+      assert(causes(e).exists(_.getMessage.contains("inline-max-bytes has invalid value '-1'")), e)
+    } finally spark.conf.unset("spark.strata.write.deletion-vector.inline-max-bytes")
+    assert(rowsOf(dv) == rowsOf(cow))
+  }
+
+  test("MERGE WITH SCHEMA EVOLUTION on a table with vectors adds the column and marks the matched rows deleted") {
+    val (dv, cow) = pair()
+    spark.range(38, 42).selectExpr("id", "concat('e', id) AS v", "'odd' AS p", "id * 10 AS extra")
+      .createOrReplaceTempView("mor_evo")
+    both(dv, cow)("MERGE WITH SCHEMA EVOLUTION INTO {t} t USING mor_evo s ON t.id = s.id " +
+      "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    assert(rowsOf(dv, "id, extra").filter(_.getLong(0) >= 38) ==
+      Seq(Row(38L, 380L), Row(39L, 390L), Row(40L, 400L), Row(41L, 410L)))
+    assert(changes(dv, version(dv))._1.exists(_.deletionVector.isDefined))
+  }
+
+  test("_strata_file and _strata_row_index are queryable: each live row's file and index in it") {
+    val t = freshTable("mor_meta", s"$cols USING strata TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+    spark.range(0, 20, 1, 1).selectExpr("id", "concat('v', id) AS v", "'x' AS p").writeTo(t).append()
+    spark.sql(s"DELETE FROM $t WHERE id IN (3, 4)")
+    val meta = rows(spark.sql(s"SELECT id, _strata_row_index, _strata_file FROM $t WHERE id < 7"))
+    assert(meta.map(r => (r.getLong(0), r.getLong(1))) == Seq(0L, 1L, 2L, 5L, 6L).map(i => (i, i)))
+    assert(meta.map(_.getString(2)).distinct.size == 1 && meta.head.getString(2).endsWith(".parquet"))
+  }
+
+  test("nested columns (struct, array, map, decimal, binary) read right around deleted rows, vectorized or not") {
+    val ddl = "(id BIGINT, s STRUCT<a: INT, b: STRING>, arr ARRAY<STRING>, m MAP<STRING, INT>, d DECIMAL(12, 2), " +
+      "bin BINARY)"
+    val dv = freshTable("mor_nested", s"$ddl USING strata TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+    val cow = freshTable("cow_nested", s"$ddl USING strata")
+    val data = spark.range(0, 5000, 1, 1).selectExpr("id", "named_struct('a', CAST(id AS INT), 'b', concat('b', id)) AS s",
+      "IF(id % 5 = 0, NULL, array(concat('x', id), 'y')) AS arr", "map(concat('k', id), CAST(id AS INT)) AS m",
+      "CAST(id / 7 AS DECIMAL(12, 2)) AS d", "CAST(concat('z', id) AS BINARY) AS bin")
+    Seq(dv, cow).foreach(t => data.writeTo(t).append())
+    both(dv, cow)("DELETE FROM {t} WHERE id % 3 = 1 OR id BETWEEN 4000 AND 4100")
+    for (vectorized <- Seq("true", "false")) {
+      spark.conf.set("spark.sql.parquet.enableVectorizedReader", vectorized)
+      try {
+        assert(rowsOf(dv) == rowsOf(cow), s"vectorized=$vectorized")
+        assert(rowsOf(dv, "s.b, arr[0], m") == rowsOf(cow, "s.b, arr[0], m"), s"vectorized=$vectorized")
+      } finally spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
+    }
+  }
 }

@@ -40,6 +40,13 @@ class DeletionVectorReadSuite extends AnyFunSuite with SparkTestSession {
             .toSeq.sorted
           assert(v1 == expectedCol1(v), s"V1 at version $v")
           assert(v2 == expectedCol1(v), s"V2 at version $v")
+          // every column, partition column included: files with and without a vector in one scan
+          for (df <- Seq(spark.read.format("strata").option("versionAsOf", v.toString).load(partitioned),
+            spark.sql(s"SELECT * FROM strata.`$partitioned` VERSION AS OF $v"))) {
+            val all = df.select("part", "col1", "col2").collect().toSeq
+            assert(all.map(_.getInt(1)).sorted == expectedCol1(v), s"version $v")
+            all.foreach(r => assert(r.getInt(0) == r.getInt(1) % 10 && r.getString(2) == s"foo${r.getInt(1) % 5}", r))
+          }
         }
       }
     }
@@ -86,5 +93,32 @@ class DeletionVectorReadSuite extends AnyFunSuite with SparkTestSession {
     Files.delete(file)
     val missing = causes(intercept[SparkException](spark.sql(s"SELECT * FROM strata.`$copy`").collect()))
     assert(missing.contains(s"deletion vector file ${dv}") && missing.contains("is missing"), missing)
+  }
+
+  test("absolute-path (p) and inline (i) vectors read like relative ones") {
+    val copy = tempDir("dv-kinds")
+    Files.walk(Paths.get(keyCases)).iterator.asScala.foreach { p =>
+      val target = copy.resolve(Paths.get(keyCases).relativize(p).toString)
+      if (Files.isDirectory(p)) Files.createDirectories(target) else Files.copy(p, target, StandardCopyOption.REPLACE_EXISTING)
+    }
+    val commit = copy.resolve("_delta_log/00000000000000000003.json")
+    val lines = Files.readAllLines(commit).asScala.toSeq
+    val add = lines.find(_.startsWith("{\"add\"")).get
+    val node = io.strata.log.ActionCodec.mapper.readTree(add).get("add")
+    val dv = io.strata.log.DeletionVectorDescriptor.parse(node.get("deletionVector"))
+    val table = new org.apache.hadoop.fs.Path(copy.toUri)
+    val rows = io.strata.log.DeletionVectors.read(dv, table, new org.apache.hadoop.conf.Configuration())
+    val absolute = dv.copy(storageType = "p", pathOrInlineDv = dv.file(table).get.toUri.toString)
+    val inline = io.strata.log.DeletionVectorStore.write(table, new org.apache.hadoop.conf.Configuration(), Seq(rows),
+      maxInlineBytes = 4096).head
+    assert(inline.storageType == "i")
+    for (replacement <- Seq(absolute, inline)) {
+      node.asInstanceOf[com.fasterxml.jackson.databind.node.ObjectNode].set[com.fasterxml.jackson.databind.JsonNode](
+        "deletionVector", replacement.toJson)
+      val line = "{\"add\":" + io.strata.log.ActionCodec.mapper.writeValueAsString(node) + "}"
+      Files.write(commit, lines.map(l => if (l == add) line else l).asJava)
+      val ids = spark.read.format("strata").load(copy.toString).collect().map(_.getLong(0)).toSeq.sorted
+      assert(ids == (1L until 50L).filterNot(Set(7L, 14L)), replacement)
+    }
   }
 }

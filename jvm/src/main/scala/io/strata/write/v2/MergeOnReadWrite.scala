@@ -1,7 +1,7 @@
 package io.strata.write.v2
 
 import io.strata.config.WriteConf
-import io.strata.log.{AddFile, DeletedRows, DeletionVectors, FilePredicate, Operation, Snapshot, StrataException, TableOperation}
+import io.strata.log.{AddFile, DeletedRows, DeletionVectors, FilePredicate, Operation, RowDeleteRebase, Snapshot, StrataException, TableOperation}
 import io.strata.shim.MergeClauses
 import io.strata.write.{DeletionVectorChanges, JobFiles, TableWrite}
 import io.strata.write.v1.DirectCommitProtocol
@@ -29,7 +29,7 @@ final class MergeOnReadWrite(tableWrite: TableWrite, snapshot: Snapshot, command
   override def description(): String = s"Strata merge-on-read $command (${snapshot.tablePath})"
 
   private lazy val batch = new MergeOnReadBatchWrite(tableWrite, snapshot, command, condition, conf.maxOpenFiles,
-    conf.targetFileSizeBytes)
+    conf.targetFileSizeBytes, conf.maxInlineVectorBytes)
 
   override def toBatch: DeltaBatchWrite = batch
 
@@ -44,8 +44,8 @@ final class MergeOnReadWrite(tableWrite: TableWrite, snapshot: Snapshot, command
 }
 
 final class MergeOnReadBatchWrite(tableWrite: TableWrite, snapshot: Snapshot, command: String,
-                                  condition: () => FilePredicate, maxOpenFiles: Int, targetFileSize: Long)
-    extends DeltaBatchWrite {
+                                  condition: () => FilePredicate, maxOpenFiles: Int, targetFileSize: Long,
+                                  maxInlineBytes: Int) extends DeltaBatchWrite {
   private val log = tableWrite.log
   private val jobFiles = new JobFiles(log.tablePath.toString)
   @volatile private[v2] var committed: Option[(Long, Long)] = None
@@ -83,33 +83,45 @@ final class MergeOnReadBatchWrite(tableWrite: TableWrite, snapshot: Snapshot, co
     written = added.size.toLong
     val start = System.nanoTime()
     var vectors: Option[org.apache.hadoop.fs.Path] = None
+    var rebase: Option[RowDeleteRebase] = None
     try {
       val deleted = tasks.flatMap(_.deletes).groupMapReduce(_._1)(e => DeletionVectors.decode(e._2))(_ union _)
-      val changes = DeletionVectorChanges(snapshot, deleted, log.conf, maxInlineBytes = 0)
+      val changes = DeletionVectorChanges(snapshot, deleted, log.conf, maxInlineBytes)
       vectors = changes.written
       val reinserted = tasks.map(_.reinserted).sum
-      val metrics = Map("numDeletionVectorsAdded" -> changes.vectorsAdded,
-        "numDeletionVectorsRemoved" -> changes.vectorsRemoved, "numDeletionVectorsUpdated" -> changes.vectorsUpdated,
-        "numAddedFiles" -> added.size.toLong, "numRemovedFiles" -> changes.filesRemoved,
-        "numAddedBytes" -> added.map(_.size).sum, "numCopiedRows" -> 0L) ++ (command match {
-        case "DELETE" => Map("numDeletedRows" -> changes.deletedRows)
-        case "UPDATE" => Map("numUpdatedRows" -> reinserted)
-        case _ => counts ++ Map("numTargetFilesAdded" -> added.size.toLong,
-          "numTargetFilesRemoved" -> changes.filesRemoved, "numOutputRows" -> added.map(TableWrite.numRecords).sum)
+      // delta-spark's names: MERGE's carry "Target".
+      val removedBytes = changes.changed.collect { case (old, None) => old.size }.sum
+      val metrics = (command match {
+        case "MERGE" => counts ++ Map("numTargetFilesAdded" -> added.size.toLong,
+          "numTargetFilesRemoved" -> changes.filesRemoved, "numTargetBytesAdded" -> added.map(_.size).sum,
+          "numTargetBytesRemoved" -> removedBytes, "numOutputRows" -> added.map(TableWrite.numRecords).sum,
+          "numTargetDeletionVectorsAdded" -> changes.vectorsAdded,
+          "numTargetDeletionVectorsRemoved" -> changes.vectorsRemoved,
+          "numTargetDeletionVectorsUpdated" -> changes.vectorsUpdated)
+        case other => Map("numDeletionVectorsAdded" -> changes.vectorsAdded,
+          "numDeletionVectorsRemoved" -> changes.vectorsRemoved, "numDeletionVectorsUpdated" -> changes.vectorsUpdated,
+          "numAddedFiles" -> added.size.toLong, "numRemovedFiles" -> changes.filesRemoved,
+          "numAddedBytes" -> added.map(_.size).sum, "numRemovedBytes" -> removedBytes, "numCopiedRows" -> 0L) ++
+          (if (other == "DELETE") Map("numDeletedRows" -> changes.deletedRows) else Map("numUpdatedRows" -> reinserted))
       })
+      val read = condition()
       val params = Map("predicate" -> io.strata.log.ActionCodec.mapper.writeValueAsString(
-        Array(condition().toString))) ++ (if (command == "MERGE") MergeClauses.current() else Map.empty)
-      val op = TableOperation.DeleteRows(condition(), changes.changed, added)
+        Array(read.toString))) ++ (if (command == "MERGE") MergeClauses.current() else Map.empty)
+      // DELETE and UPDATE read exactly the rows they delete: a concurrent vector on other rows of a file is absorbed.
+      rebase = if (command == "MERGE") None else Some(new RowDeleteRebase(log.tablePath, log.conf,
+        changes.changed.map { case (old, _) => snapshot.absolutePath(old.path).toString -> old }.toMap,
+        changes.newRows, f => DeletionVectorChanges.physicalRows(f, log.tablePath, log.conf)))
+      val op = TableOperation.DeleteRows(read, changes.changed, added, rebase)
       val result = tableWrite.commitOperation(op, Operation(command, params, metrics, tableWrite.options.userMetadata))
-      if (result.alreadyCommitted) cleanUp(added, vectors)
+      if (result.alreadyCommitted) cleanUp(added, vectors.toSeq ++ rebase.toSeq.flatMap(_.writtenFiles))
       else committed = Some((result.version, (System.nanoTime() - start) / 1000000L))
       if (tasks.exists(_.rows.rerun)) jobFiles.sweepAfterCommit(log.conf, added)
     } catch {
-      case e: StrataException => cleanUp(added, vectors); throw e
+      case e: StrataException => cleanUp(added, vectors.toSeq ++ rebase.toSeq.flatMap(_.writtenFiles)); throw e
     }
   }
 
-  private def cleanUp(added: Seq[AddFile], vectors: Option[org.apache.hadoop.fs.Path]): Unit = {
+  private def cleanUp(added: Seq[AddFile], vectors: Seq[org.apache.hadoop.fs.Path]): Unit = {
     DirectCommitProtocol.deleteFiles(log.tablePath.toString, added, log.conf)
     vectors.foreach(p => scala.util.Try(p.getFileSystem(log.conf).delete(p, false)))
   }
