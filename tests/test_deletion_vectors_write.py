@@ -13,8 +13,9 @@ are merge-on-read, and other engines must read what Strata wrote and write on to
 - A session in America/Los_Angeles with date and timestamp partition columns, against delta-spark in that zone.
 
 The peer is one delta-spark application for the module (tests/peers/delta_spark_job.py `serve`). Strata reads go
-through the catalog (SQL); the DataFrame reader's bugs on DV tables are the xfail tests here, as are the other Strata
-bugs found.
+through the catalog (SQL); test_dataframe_reader_on_partitioned_dv_table reads with the DataFrame reader. The Strata
+bugs this module found are fixed, and their tests pass: the DataFrame reader on a partitioned DV table (an NPE, or
+NULL partition values), MERGE metric names, a partition-only DELETE by hour() of a timestamp partition.
 """
 from __future__ import annotations
 
@@ -65,8 +66,6 @@ def dv_ddl(name: str, ddl: list[str]) -> list[str]:
 DV_TABLES = {name: dv_ddl(name, ddl) for name, ddl in TABLES.items()}
 REPLY = "@@delta-spark-peer@@ "  # tests/peers/delta_spark_job.py REPLY
 LA = "America/Los_Angeles"
-# Strata statement id -> why its result differs from delta-spark's (none known).
-KNOWN_BUGS: dict[str, str] = {}
 
 
 class Peer:
@@ -316,8 +315,7 @@ def last_commit(path: Path, version_before: int, version: int) -> tuple[bool, st
 
 
 def statement_params() -> list[Any]:
-    return [pytest.param(i, id=s[0], marks=[pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[s[0]])]
-                         if s[0] in KNOWN_BUGS else []) for i, s in enumerate(DV_STATEMENTS)]
+    return [pytest.param(i, id=s[0]) for i, s in enumerate(DV_STATEMENTS)]
 
 
 @pytest.mark.parametrize("index", statement_params())
@@ -375,17 +373,12 @@ def test_corpus_writes_vectors_on_both_engines(corpus: dict[str, Any]) -> None:
         assert list(path.glob("deletion_vector_*.bin")) or name in ("empty", "evo"), name
 
 
-@pytest.mark.parametrize("vectorized", [
-    pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=(
-        "Strata bug: the DataFrame reader fails on a partitioned table with a deletion vector: NullPointerException "
-        "'Cannot load from object array because \"this.childColumns\" is null' (WritableColumnVector.arrayData)"))),
-    pytest.param(False, marks=pytest.mark.xfail(strict=True, reason=(
-        "Strata bug: the DataFrame reader, non-vectorized, returns NULL partition values for the rows of files "
-        "without a vector when another file of the scan has one"))),
-])
+@pytest.mark.parametrize("vectorized", [True, False])
 def test_dataframe_reader_on_partitioned_dv_table(spark: SparkSession, corpus: dict[str, Any],
                                                   vectorized: bool) -> None:
-    """spark.read.format("strata").load(path) (also Table.for_path(...).to_df()) reads what the catalog reads."""
+    """spark.read.format("strata").load(path) (also Table.for_path(...).to_df()) reads what the catalog reads: once
+    fixed bugs, an NPE in the vectorized reader (WritableColumnVector.arrayData) and NULL partition values from the
+    row-based one for the files without a vector when another file of the scan has one."""
     path = corpus["paths"]["part"]
     spark.conf.set("spark.sql.parquet.enableVectorizedReader", str(vectorized).lower())
     try:
@@ -420,11 +413,9 @@ MERGE_METRICS = ["numTargetBytesAdded", "numTargetBytesRemoved", "numTargetDelet
                  "numTargetDeletionVectorsRemoved", "numTargetDeletionVectorsUpdated"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Strata bug: a merge-on-read MERGE's commit records numDeletionVectorsAdded/Removed/Updated and numAddedBytes "
-    "instead of delta-spark's numTargetDeletionVectors* and numTargetBytesAdded/Removed, so strata.MergeMetrics "
-    "reports num_target_bytes_added = 0 for a MERGE on a DV table that added files"))
 def test_dv_merge_commits_record_delta_spark_merge_metrics(corpus: dict[str, Any]) -> None:
+    """A merge-on-read MERGE's commit names its byte and vector counts as delta-spark does (numTarget*), which
+    strata.MergeMetrics reads."""
     merges = [(DV_STATEMENTS[i][0], r["metrics"]) for i, r in enumerate(corpus["strata"]) if r["operation"] == "MERGE"]
     assert len(merges) >= 8
     for statement, metrics in merges:
@@ -631,7 +622,8 @@ def test_python_api_on_a_dv_table_matches_sql_with_sensible_metrics(spark: Spark
         m = t.delete("id % 5 = 0")
         same("DELETE FROM {t} WHERE id % 5 = 0")
         assert m == DeleteMetrics(version=2, num_deleted_rows=8, num_copied_rows=0, num_removed_files=0,
-                                  num_added_files=0, num_removed_bytes=0, num_added_bytes=0)
+                                  num_added_files=0, num_removed_bytes=0, num_added_bytes=0,
+                                  num_deletion_vectors_added=2, num_deletion_vectors_removed=0)
         assert len(vector_adds(commit_actions(location, 2))) == 2
 
         m = t.delete(F.col("p") == F.lit("odd"))  # a whole partition, whose file has a vector: 20 - 4 rows live
@@ -641,7 +633,8 @@ def test_python_api_on_a_dv_table_matches_sql_with_sensible_metrics(spark: Spark
         u = t.update({"v": F.upper(F.col("v"))}, "id < 12")  # 2, 4, 6, 8 (0 and 10 are deleted)
         same("UPDATE {t} SET v = upper(v) WHERE id < 12")
         assert u == UpdateMetrics(version=4, num_updated_rows=4, num_copied_rows=0, num_removed_files=0,
-                                  num_added_files=1, num_removed_bytes=0, num_added_bytes=u.num_added_bytes)
+                                  num_added_files=1, num_removed_bytes=0, num_added_bytes=u.num_added_bytes,
+                                  num_deletion_vectors_added=0, num_deletion_vectors_removed=1)  # replaced
         assert u.num_added_bytes > 0
 
         source = spark.createDataFrame([(2, "m2", False), (4, "x", True), (100, "m100", False)],
@@ -655,12 +648,15 @@ def test_python_api_on_a_dv_table_matches_sql_with_sensible_metrics(spark: Spark
              "WHEN MATCHED AND source.gone THEN DELETE WHEN MATCHED THEN UPDATE SET v = source.v "
              "WHEN NOT MATCHED THEN INSERT (id, v, p) VALUES (source.id, source.v, 'new') "
              "WHEN NOT MATCHED BY SOURCE AND target.id = 38 THEN DELETE")
-        assert m2 == MergeMetrics(  # num_target_bytes_added: see test_dv_merge_commits_record_delta_spark_merge_metrics
+        assert m2 == MergeMetrics(
             version=5, num_target_rows_inserted=1, num_target_rows_updated=1, num_target_rows_deleted=2,
             num_target_rows_copied=0, num_target_rows_matched_updated=1, num_target_rows_matched_deleted=1,
             num_target_rows_not_matched_by_source_updated=0, num_target_rows_not_matched_by_source_deleted=1,
             num_output_rows=2, num_target_files_removed=0, num_target_files_added=2,
-            num_target_bytes_removed=0, num_target_bytes_added=m2.num_target_bytes_added)
+            num_target_bytes_removed=0, num_target_bytes_added=m2.num_target_bytes_added,
+            # A new vector on the UPDATE's file (rows 2 and 4), one replaced on the first file (row 38).
+            num_target_deletion_vectors_added=1, num_target_deletion_vectors_removed=1)
+        assert m2.num_target_bytes_added > 0
         assert sorted(t.to_df().collect()) == sorted(
             [(i, f"V{i}" if i in (6, 8) else f"v{i}", "even") for i in range(0, 40, 2) if i % 5 and i not in (2, 4, 38)]
             + [(2, "m2", "even"), (100, "m100", "new")])
@@ -746,11 +742,9 @@ def test_non_utc_session_with_date_and_timestamp_partitions(spark: SparkSession,
     assert len(rows) == 12
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Strata bug (not only DV tables): a DELETE whose condition is on partition columns only and calls hour(), "
-    "year() or extract() fails with [INTERNAL_ERROR] ... java.lang.AssertionError: assertion failed at "
-    "RuntimeReplaceable.eval, from io.strata.shim.SparkInternals.partitionMatcher (MetadataDelete.delete)"))
 def test_partition_delete_by_datetime_function(spark: SparkSession, tmp_path: Path) -> None:
+    """A DELETE on partition columns only, by hour(): Spark hands it over as EXTRACT(HOUR FROM ts), which Strata
+    evaluates on the partition values (once an INTERNAL_ERROR). More functions and zones: DmlSemanticsSuite."""
     t = f"strata.`{tmp_path / 'by_hour'}`"
     spark.sql(f"CREATE TABLE {t} (id BIGINT, ts TIMESTAMP) USING strata PARTITIONED BY (ts) {DV}")
     spark.sql(f"INSERT INTO {t} VALUES (1, TIMESTAMP'2024-01-01 16:00:00'), (2, TIMESTAMP'2024-01-01 10:00:00')")
