@@ -47,8 +47,10 @@ build: $(VENV)/.installed
 demo: build
 	$(VPY) examples/quickstart.py
 
-## test: build, then run every test (scalatest, pytest, mypy --strict)
-test: build test-jvm typecheck test-python
+## test: build, then run every test (mypy --strict, then scalatest and pytest side by side: each spends much of its
+## time waiting on child JVMs and peers, so on 2 cores the pair takes well under the sum; output grouped per suite)
+test: build typecheck $(SBT_LAUNCH) $(SBT_REPOS) $(PEER_JARS) $(S3_TEST_JARS) $(S3PROXY_JAR)
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-jvm test-python
 
 test-jvm: $(SBT_LAUNCH) $(SBT_REPOS) $(S3PROXY_JAR) $(PEER_JARS)
 	$(SBT) jvm/test < /dev/null

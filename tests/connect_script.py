@@ -101,8 +101,10 @@ def main() -> None:
     out["at_between"] = rows(table.to_df(timestamp=between))
     out["read_api_v0"] = rows(spark.read.format("strata").option("versionAsOf", 0).load(path))
 
-    out["history_error"] = error_of(table.history)
-    out["version_error"] = error_of(table.version)
+    out["version"] = table.version()
+    out["history"] = [[r.version, r.operation] for r in table.history(limit=2).collect()]
+    detail = table.detail()
+    out["detail"] = [detail.version, detail.num_files, list(detail.partition_columns)]
     out["validation_error"] = error_of(lambda: strata.write(df, path, "append", replace_where="country = 'FR'"))
     out["schema_error"] = error_of(
         lambda: strata.write(spark.createDataFrame([(1,)], "x int"), path, "append"))

@@ -4,7 +4,6 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import sysconfig
-import types
 import zipfile
 from pathlib import Path
 
@@ -132,14 +131,6 @@ def test_wrong_jar_version_is_a_clear_setup_error(tmp_path: Path, monkeypatch: p
     assert builder._options == {}
 
 
-def test_table_needs_a_classic_session_for_py4j_calls() -> None:
-    connect_like = types.SimpleNamespace()  # like a Spark Connect session: no _jvm / _jsparkSession
-    table = strata.Table.for_path(connect_like, "/tmp/t")  # type: ignore[arg-type]
-    for call in (table.version, table.history):
-        with pytest.raises(strata.ClassicSessionRequiredError, match="classic SparkSession"):
-            call()
-
-
 def test_session_is_configured(spark: SparkSession) -> None:
     assert spark.conf.get("spark.sql.catalog.strata") == "io.strata.catalog.StrataCatalog"
     assert spark.conf.get("spark.sql.catalog.spark_catalog") == "io.strata.catalog.StrataSessionCatalog"
@@ -164,6 +155,7 @@ def test_table_api(spark: SparkSession, table_path: Path) -> None:
         ("version", "bigint"), ("timestamp", "timestamp"), ("operation", "string"),
         ("operationParameters", "map<string,string>"), ("numFiles", "bigint"), ("numOutputRows", "bigint"),
         ("numOutputBytes", "bigint"), ("userMetadata", "string"), ("engineInfo", "string"),
+        ("operationMetrics", "map<string,string>"),
     ]
     rows = history.collect()
     assert [(r.version, r.operation, r.operationParameters["mode"], r.numOutputRows) for r in rows] == [

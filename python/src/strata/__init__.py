@@ -39,6 +39,7 @@ from strata.errors import (
     TableNotFoundError,
 )
 from strata.dml import DeleteMetrics, MergeBuilder, MergeMetrics, UpdateMetrics
+from strata.maintenance import LogCleanupResult, OptimizeResult, RestoreResult, TableDetail, VacuumResult
 from strata.table import Table
 from strata.writer import COMPRESSION_CODECS, WRITE_MODES, Compression, WriteMode, write, write_options
 
@@ -57,6 +58,11 @@ __all__ = [
     "WRITE_MODES",
     "COMPRESSION_CODECS",
     "Table",
+    "OptimizeResult",
+    "VacuumResult",
+    "RestoreResult",
+    "TableDetail",
+    "LogCleanupResult",
     "MergeBuilder",
     "DeleteMetrics",
     "UpdateMetrics",

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from strata._sql import Expr, quote_identifier, quote_name, split_name, to_sql
 from strata.dml import DeleteMetrics, MergeBuilder, MergeMetrics, UpdateMetrics, _Target, assignments
-from strata.errors import ClassicSessionRequiredError, InvalidOptionError, translate
+from strata.errors import InvalidOptionError, translate
+from strata.maintenance import (LogCleanupResult, OptimizeResult, RestoreResult, TableDetail, VacuumResult, call,
+                                check_column_names, check_hours, log_cleanup_result, optimize_result, restore_result,
+                                rows, table_detail, vacuum_result)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -47,7 +50,8 @@ class Table:
     """A Strata table at a path (:meth:`for_path`) or by name in a catalog (:meth:`for_name`). Reads use the public
     data source API (classic and Spark Connect sessions); :meth:`delete`, :meth:`update` and :meth:`merge` run SQL
     (both kinds of session);
-    ``version()`` and ``history()`` call the JVM through py4j and so need a classic session.
+    maintenance (:meth:`optimize`, :meth:`vacuum`, :meth:`restore`, :meth:`history`, :meth:`detail`,
+    :meth:`version`) calls the Strata catalog's procedures with SQL ``CALL``, so it works on Spark Connect too.
 
     >>> t = strata.Table.for_path(spark, "/data/events")
     >>> t.version()
@@ -211,57 +215,125 @@ class Table:
         return df
 
     def version(self) -> int:
-        """The latest committed version of the table.
-
-        Needs a classic session (py4j); raises :class:`strata.ClassicSessionRequiredError` on Spark Connect, and
-        :class:`strata.TableNotFoundError` if there is no table at the path.
+        """The latest committed version of the table (from ``CALL <catalog>.system.detail``; classic and Spark
+        Connect sessions). Raises :class:`strata.TableNotFoundError` if there is no table.
 
         >>> strata.Table.for_path(spark, "/data/events").version()
         2
         """
-        api = self._api("version")
-        with translate():
-            return int(api.version(self._jsession(), self.path))
+        return self.detail().version
 
     def history(self, limit: int | None = None) -> DataFrame:
-        """The table's commits, newest first (at most ``limit`` of them).
+        """The table's commits, newest first (at most ``limit`` of them), from ``CALL <catalog>.system.history``.
 
-        Columns: ``version`` long, ``timestamp`` timestamp, ``operation`` string (e.g. ``WRITE``),
+        Columns: ``version`` long, ``timestamp`` timestamp, ``operation`` string (e.g. ``WRITE``, ``OPTIMIZE``),
         ``operationParameters`` map<string,string> (e.g. ``mode`` -> ``Append``), ``numFiles``,
-        ``numOutputRows``, ``numOutputBytes`` long, ``userMetadata`` string, ``engineInfo`` string.
-
-        Needs a classic session (py4j); raises :class:`strata.ClassicSessionRequiredError` on Spark Connect, and
-        :class:`strata.TableNotFoundError` if there is no table at the path.
+        ``numOutputRows``, ``numOutputBytes`` long, ``userMetadata`` string, ``engineInfo`` string,
+        ``operationMetrics`` map<string,string>. Raises :class:`strata.TableNotFoundError` if there is no table.
 
         >>> strata.Table.for_path(spark, "/data/events").history(limit=5).select("version", "operation").show()
         """
-        from pyspark.sql import DataFrame
-
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0):
             raise InvalidOptionError(f"limit must be a whole number > 0 or None; got {limit!r}")
-        api = self._api("history")
-        with translate():
-            if limit is None:
-                jdf = api.history(self._jsession(), self.path)
-            else:
-                jdf = api.history(self._jsession(), self.path, min(limit, 2**31 - 1))
-            if jdf.isEmpty():  # local rows: no Spark job
-                # StrataTable.history gives no rows where there is no table; version() raises TableNotFoundError.
-                api.version(self._jsession(), self.path)
-        return DataFrame(jdf, self._spark)
+        df = self._call("history", limit=None if limit is None else min(limit, 2**31 - 1))
+        return df
 
-    def _jsession(self) -> Any:
-        return getattr(self._spark, "_jsparkSession")
+    def detail(self) -> TableDetail:
+        """The table's description: location, files, size, partition columns, properties, protocol, version.
 
-    def _api(self, method: str) -> Any:
-        """The JVM object ``io.strata.api.StrataTable``."""
-        jvm = getattr(self._spark, "_jvm", None)
-        if jvm is None or getattr(self._spark, "_jsparkSession", None) is None:
-            raise ClassicSessionRequiredError(
-                f"strata.Table.{method}() calls the Strata JVM API through py4j and needs a classic SparkSession; "
-                "this is a Spark Connect session. Use Table.to_df() or spark.read.format('strata') instead, or a "
-                "classic session (SparkSession.builder.master(...), not .remote(...)).")
-        return jvm.io.strata.api.StrataTable
+        >>> d = strata.Table.for_path(spark, "/data/events").detail()
+        >>> d.num_files, d.partition_columns, d.properties.get("delta.enableDeletionVectors")
+        (12, ('day',), 'true')
+        """
+        return table_detail(rows(self._call("detail")))
+
+    def optimize(self, where: str | None = None, zorder_by: Sequence[str] | str | None = None,
+                 target_file_size: int | None = None) -> OptimizeResult:
+        """Compacts small files (``CALL <catalog>.system.optimize``): in the partitions ``where`` selects (SQL over
+        partition columns; all without it), small files are rewritten into files of about ``target_file_size``
+        bytes; with ``zorder_by`` every file there is rewritten with rows clustered on those columns, so filters on
+        them skip files. Rewrites commit with ``dataChange = false`` in independent groups: concurrent appends go on,
+        and a concurrent change to a group's files loses that group only (``groups_conflicted``).
+
+        >>> t.optimize().files_removed
+        40
+        >>> t.optimize(where="day >= '2026-01-01'", zorder_by=["user_id", "item_id"]).versions
+        (12,)
+        """
+        if where is not None and (not isinstance(where, str) or not where.strip()):
+            raise InvalidOptionError(f"where must be SQL text over partition columns such as \"day = '2026-01-01'\" "
+                                     f"or None; got {where!r}")
+        if target_file_size is not None and (isinstance(target_file_size, bool)
+                                             or not isinstance(target_file_size, int) or target_file_size <= 0):
+            raise InvalidOptionError(f"target_file_size must be a number of bytes > 0 or None; got "
+                                     f"{target_file_size!r}")
+        return optimize_result(rows(self._call("optimize", where=where, zorder_by=check_column_names(zorder_by),
+                                                target_file_size=target_file_size)))
+
+    def vacuum(self, retention_hours: float | None = None, dry_run: bool = False) -> VacuumResult:
+        """Deletes files no version within the retention references (``CALL <catalog>.system.vacuum``): data and
+        deletion vector files that commits older than ``retention_hours`` removed, and leftovers of failed jobs
+        older than that. The default retention is the table's ``delta.deletedFileRetentionDuration`` (7 days); a
+        shorter one is refused unless the session sets ``spark.strata.vacuum.retentionCheck.enabled=false``. With
+        ``dry_run`` nothing is deleted and the paths are returned.
+
+        >>> t.vacuum(dry_run=True).paths
+        ('file:/data/events/part-00003-....parquet',)
+        >>> t.vacuum().files_deleted
+        1
+        """
+        if not isinstance(dry_run, bool):
+            raise InvalidOptionError(f"dry_run must be True or False; got {dry_run!r}")
+        return vacuum_result(rows(self._call("vacuum", retention_hours=check_hours(retention_hours,
+                                                                                     "retention_hours"),
+                                             dry_run=dry_run)), dry_run)
+
+    def restore(self, version: int | None = None,
+                timestamp: _dt.datetime | _dt.date | str | None = None) -> RestoreResult:
+        """Makes the table's rows those of an earlier ``version`` (or of the version current at ``timestamp``) in a
+        new commit (``CALL <catalog>.system.restore``); history stays, and the restore can itself be undone. Fails
+        naming the file when a file the old version needs was vacuumed.
+
+        >>> t.restore(version=3).version
+        9
+        >>> t.restore(timestamp="2026-01-31 12:00:00").restored_version
+        5
+        """
+        if (version is None) == (timestamp is None):
+            raise InvalidOptionError("restore needs exactly one of version or timestamp")
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
+            raise InvalidOptionError(f"version must be a whole number >= 0; got {version!r}")
+        ts = None if timestamp is None else _timestamp_option(timestamp)
+        return restore_result(rows(self._call("restore", version=version, timestamp=ts)))
+
+    def checkpoint(self) -> int:
+        """Writes a checkpoint of the latest version now (``CALL <catalog>.system.checkpoint``); returns its version.
+
+        >>> t.checkpoint()
+        14
+        """
+        [row] = rows(self._call("checkpoint"))
+        return int(row["version"])
+
+    def cleanup_log(self, retention_hours: float | None = None) -> LogCleanupResult:
+        """Deletes log entries older than ``delta.logRetentionDuration`` (30 days; ``retention_hours`` overrides it)
+        that no retained version needs (``CALL <catalog>.system.cleanup_log``). Time travel before
+        ``oldest_version`` is no longer possible.
+
+        >>> t.cleanup_log().oldest_version
+        10
+        """
+        return log_cleanup_result(rows(self._call("cleanup_log",
+                                                  retention_hours=check_hours(retention_hours, "retention_hours"))))
+
+    def _call(self, procedure: str, **arguments: Any) -> DataFrame:
+        """Runs a procedure of the session's Strata catalog on this table."""
+        if self._name is not None:
+            table = quote_name(self._name)
+        else:
+            assert self._path is not None
+            table = self._path if "://" in self._path or ":/" in self._path else os.path.abspath(self._path)
+        return call(self._spark, _strata_catalog(self._spark), procedure, table, **arguments)
 
 
 def _strata_catalog(spark: SparkSession) -> str:
@@ -274,5 +346,6 @@ def _strata_catalog(spark: SparkSession) -> str:
         if value == CATALOG_CLASS and len(parts) == 4 and key.startswith("spark.sql.catalog."):
             return parts[3]
     raise InvalidOptionError(
-        "DELETE/UPDATE/MERGE on a path table need a Strata catalog in the session (spark.sql.catalog.<name> = "
-        f"{CATALOG_CLASS}); set the session up with strata.configure_spark(...), or use Table.for_name")
+        "DELETE/UPDATE/MERGE on a path table and maintenance (optimize, vacuum, restore, history, ...) need a Strata "
+        "catalog in the session (spark.sql.catalog.<name> = "
+        f"{CATALOG_CLASS}); set the session up with strata.configure_spark(...)")

@@ -18,7 +18,7 @@ import scala.jdk.CollectionConverters._
  * folders, and ``strata.`/abs/path` `` names a table by path. This is the wiring the V2 write path builds on;
  * for now it creates, lists, loads (reads, time travel) and drops tables.
  */
-class StrataCatalog extends StagingTableCatalog with SupportsNamespaces {
+class StrataCatalog extends StagingTableCatalog with SupportsNamespaces with ProcedureCatalog {
   private var catalogName: String = _
   private var warehouse: Path = _
 
@@ -30,6 +30,11 @@ class StrataCatalog extends StagingTableCatalog with SupportsNamespaces {
   }
 
   override def name(): String = catalogName
+
+  // Maintenance procedures: CALL <catalog>.system.<name>(table => ..., ...).
+  override def loadProcedure(ident: Identifier): org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure = io.strata.procedures.Procedures.load(ident)
+  override def listProcedures(namespace: Array[String]): Array[Identifier] =
+    io.strata.procedures.Procedures.list(namespace)
 
   // CHECK constraints in CREATE / REPLACE / ALTER TABLE; Strata stores and enforces them itself.
   override def capabilities(): util.Set[TableCatalogCapability] =

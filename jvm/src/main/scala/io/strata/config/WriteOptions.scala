@@ -15,7 +15,8 @@ final case class WriteOptions(
     replaceWhere: Option[String] = None,
     partitionOverwriteMode: Option[String] = None,
     mergeSchema: Boolean = false,
-    overwriteSchema: Boolean = false) {
+    overwriteSchema: Boolean = false,
+    optimizeWrite: Option[Boolean] = None) {
   /** The idempotent-write marker, when both halves are given. */
   def appTransaction: Option[(String, Long)] = for { a <- txnAppId; v <- txnVersion } yield (a, v)
 }
@@ -42,16 +43,18 @@ object StrataOptions {
   val PartitionOverwriteMode = "partitionOverwriteMode"
   val MergeSchema = "mergeSchema"
   val OverwriteSchema = "overwriteSchema"
+  /** Path writes: shuffle rows to their partition first (catalog writes always do); overrides the table property. */
+  val OptimizeWrite = "optimizeWrite"
   /** Catalog (V2) writes only; resolved by [[WriteConf]]. */
   val V2Only: Seq[String] = Seq(WriteConf.DistributionModeKey, WriteConf.MaxOpenFilesKey, WriteConf.TargetFileSizeKey)
 
   val Codecs: Seq[String] = Seq("snappy", "zstd", "gzip", "lz4", "lz4_raw", "uncompressed", "none")
 
   private val writeKeys = Seq(Path, PartitionColumns, Compression, MaxRecordsPerFile, UserMetadata, TxnAppId, TxnVersion,
-    ReplaceWhere, PartitionOverwriteMode, MergeSchema, OverwriteSchema)
+    ReplaceWhere, PartitionOverwriteMode, MergeSchema, OverwriteSchema, OptimizeWrite)
   private val readKeys = Seq(Path, VersionAsOf, TimestampAsOf)
   /** Options of delta-spark that Strata will support but does not yet: named so the error can say so. */
-  private val comingSoon = Seq("dataChange", "optimizeWrite", "autoCompact")
+  private val comingSoon = Seq("dataChange", "autoCompact")
 
   /** Session confs that make every write of the session idempotent (SQL has no write options), as delta-spark's. */
   val SessionTxnAppId = "spark.strata.txnAppId"
@@ -100,7 +103,7 @@ object StrataOptions {
     replaceWhere.foreach(p => if (p.trim.isEmpty) bad(ReplaceWhere, p, "a SQL predicate such as \"day = '2024-01-01'\""))
     WriteOptions(if (codec == "none") "uncompressed" else codec, maxRecords.filter(_ > 0), o.get(lc(UserMetadata)),
       appId, txnVersion, partitionCols, replaceWhere, overwriteMode,
-      boolean(o, MergeSchema), boolean(o, OverwriteSchema))
+      boolean(o, MergeSchema), boolean(o, OverwriteSchema), o.get(lc(OptimizeWrite)).map(_ => boolean(o, OptimizeWrite)))
   }
 
   def parseRead(options: Map[String, String]): ReadOptions = {

@@ -19,21 +19,24 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   import TableLog.Listing
   val logPath: Path = new Path(tablePath, FileNames.LogDirName)
 
-  private def listLog(): Listing = {
+  private[log] def listLog(): Listing = {
     val commits = Map.newBuilder[Long, FileStatus]
     val parts = scala.collection.mutable.HashMap.empty[(Long, Int), Seq[FileStatus]]
     var v2 = Set.empty[Long]
+    val classified = Vector.newBuilder[(FileNames.LogFile, FileStatus)]
     store.list(logPath).foreach { st =>
-      FileNames.classify(st.getPath.getName) match {
+      val kind = FileNames.classify(st.getPath.getName)
+      kind.foreach(k => classified += k -> st)
+      kind match {
         case Some(FileNames.DeltaFile(v)) => commits += v -> st
         case Some(FileNames.CheckpointPart(v, _, n)) => parts((v, n)) = parts.getOrElse((v, n), Nil) :+ st
         case Some(FileNames.V2Checkpoint(v)) => v2 += v
-        case None =>
+        case _ =>
       }
     }
     // A checkpoint counts only when all of its parts are there.
     val complete = parts.collect { case ((v, n), files) if files.size == n => v -> files.sortBy(_.getPath.getName) }
-    Listing(commits.result(), complete.toMap, v2)
+    Listing(commits.result(), complete.toMap, v2, classified.result())
   }
 
   /** True when the table has at least one commit. */
@@ -99,8 +102,13 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
    */
   def commitTimestamps(): Seq[(Long, Long)] = {
     val listing = listLog()
+    commitTimestamps(listing, if (listing.commits.isEmpty) None else Some(load(listing, None).metadata))
+  }
+
+  /** [[commitTimestamps]] of the commits in `listing`, `latest` being the table's latest metadata. */
+  private[log] def commitTimestamps(listing: Listing, latest: Option[Metadata]): Seq[(Long, Long)] = {
     val commits = listing.commits.toSeq.sortBy(_._1)
-    val ictFrom = if (commits.isEmpty) None else TableLog.inCommitTimestampsFrom(load(listing, None).metadata)
+    val ictFrom = latest.flatMap(TableLog.inCommitTimestampsFrom)
     var last = Long.MinValue
     commits.map { case (v, st) =>
       val ict = ictFrom.filter(v >= _).map { _ =>
@@ -139,6 +147,9 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     }
   }
 
+  /** The version `_last_checkpoint` names, if it is there and readable. */
+  def lastCheckpointVersion(): Option[Long] = readLastCheckpointHint()
+
   private def readLastCheckpointHint(): Option[Long] = {
     val path = FileNames.lastCheckpoint(logPath)
     try {
@@ -164,6 +175,13 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     val routes = (usable.map(Some(_)) :+ None).filter(cp => (cp.map(_ + 1).getOrElse(0L) to version)
       .forall(listing.commits.contains))
     if (routes.isEmpty) {
+      // Below the oldest version the log can still rebuild: history cleaned up (cleanup_log, delta-spark's log
+      // retention), not a damaged log.
+      TableLog.oldestReconstructable(listing).filter(version < _).foreach { oldest =>
+        throw new InvalidTableOperationException(s"Version $version of $tablePath is no longer available: the log " +
+          s"before version $oldest has been cleaned up (delta.logRetentionDuration). The oldest version that can be " +
+          s"read or restored is $oldest; the latest is $latest.")
+      }
       val start = usable.headOption.map(_ + 1).getOrElse(0L)
       val gone = FileNames.deltaFile(logPath, (start to version).find(v => !listing.commits.contains(v)).get)
       // Name the checkpoint _last_checkpoint promised, when its absence is what makes the version unreachable.
@@ -220,8 +238,8 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
    */
   def startTransaction(base: Option[Snapshot]): Transaction = new Transaction(this, base)
 
-  /** Writes a classic checkpoint of `snapshot` and points `_last_checkpoint` at it. */
-  def checkpoint(snapshot: Snapshot): Unit = {
+  /** Writes a classic checkpoint of `snapshot` and points `_last_checkpoint` at it; returns the checkpoint file. */
+  def checkpoint(snapshot: Snapshot): Path = {
     val retentionMs = TableLog.tombstoneRetentionMillis(snapshot.metadata.configuration)
     val path = FileNames.checkpointFile(logPath, snapshot.version)
     val actions = snapshot.checkpointActions(System.currentTimeMillis() - retentionMs).toVector
@@ -230,14 +248,30 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
       .put("version", snapshot.version).put("size", actions.size.toLong).put("sizeInBytes", bytes)
       .put("numOfAddFiles", snapshot.files.size.toLong)
     store.overwrite(FileNames.lastCheckpoint(logPath), Seq(ActionCodec.mapper.writeValueAsString(hint: ObjectNode)))
+    path
   }
 }
 
 object TableLog {
   private val logger = org.slf4j.LoggerFactory.getLogger(classOf[TableLog])
   /** What `_delta_log` holds: commits and complete checkpoints by version. */
-  private final case class Listing(commits: Map[Long, FileStatus], checkpoints: Map[Long, Seq[FileStatus]],
-                                   v2Checkpoints: Set[Long])
+  private[log] final case class Listing(commits: Map[Long, FileStatus], checkpoints: Map[Long, Seq[FileStatus]],
+                                        v2Checkpoints: Set[Long], classified: Seq[(FileNames.LogFile, FileStatus)]) {
+    def latest: Long = (commits.keys ++ checkpoints.keys).max
+  }
+
+  /**
+   * The oldest version `listing` can rebuild (version 0 when every commit is there, else the oldest complete
+   * checkpoint followed by every commit up to the latest), None when the log cannot rebuild even the latest one.
+   */
+  private[log] def oldestReconstructable(listing: Listing): Option[Long] =
+    if (listing.commits.isEmpty && listing.checkpoints.isEmpty) None
+    else {
+      // The commits from `firstOfRun` to the latest are all there.
+      var firstOfRun = listing.latest + 1
+      while (firstOfRun > 0 && listing.commits.contains(firstOfRun - 1)) firstOfRun -= 1
+      if (firstOfRun == 0) Some(0L) else listing.checkpoints.keys.filter(_ >= firstOfRun - 1).minOption
+    }
 
   def forPath(tablePath: Path, conf: Configuration): TableLog = {
     val fs = tablePath.getFileSystem(conf)

@@ -88,4 +88,25 @@ object TableOperation {
       changed.map(_._1.remove(now)) ++ changed.flatMap(_._2) ++ added
     }
   }
+
+  /**
+   * Makes the table what it was at an older version (RESTORE): `removed` (live now, not then) are removed and
+   * `restored` (live then, not now; a file whose deletion vector changed counts under its old vector) are added
+   * again, both with `dataChange = true`; `metadata` is the old version's when it differs from the current one;
+   * `protocol` the old version's, merged into the current one (never a downgrade). Reads the whole table: every
+   * current file and every row, judged under serializable isolation whatever the table's level, so any concurrent
+   * commit that changed the table's data, metadata or protocol conflicts (the result must equal the old version).
+   */
+  final case class Restore(current: Seq[AddFile], removed: Seq[AddFile], restored: Seq[AddFile],
+                           metadata: Option[Metadata], protocol: Protocol) extends TableOperation {
+    def added: Seq[AddFile] = restored
+    def stage(txn: Transaction, now: Long): Seq[Action] = {
+      txn.readWhere(FilePredicate.WholeTable)
+      txn.readFiles(current)
+      txn.requireSerializable()
+      metadata.foreach(txn.updateMetadata)
+      txn.requireProtocol(protocol)
+      removed.map(_.remove(now)) ++ restored.map(_.copy(dataChange = true))
+    }
+  }
 }

@@ -53,6 +53,13 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
   def readWhere(predicate: FilePredicate): Unit =
     if (!reads.predicates.contains(predicate)) reads = reads.copy(predicates = reads.predicates :+ predicate)
 
+  /**
+   * Judges concurrent adds against the read set under serializable isolation whatever the table's level (a restore:
+   * the version it commits must equal the old one exactly, so rows appended while it ran must not survive it).
+   */
+  def requireSerializable(): Unit = serializable = true
+  private var serializable = false
+
   /** Asks for at least protocol `p` in this commit (table properties delta.minWriterVersion, delta.feature.*). */
   def requireProtocol(p: Protocol): Unit = requiredProtocol = Some(p)
 
@@ -95,7 +102,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     val protocol = requiredProtocol.fold(derived)(ProtocolSupport.merge(derived, _))
     ProtocolSupport.checkWritable(protocol, meta, log.tablePath.toString)
     validate(actions, meta)
-    val isolation = IsolationLevel.of(meta.configuration)
+    val isolation = if (serializable) IsolationLevel.Serializable else IsolationLevel.of(meta.configuration)
 
     val staged = Vector.newBuilder[Action]
     if (readSnapshot.forall(_.protocol != protocol)) staged += protocol
@@ -233,8 +240,14 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     val interval = TableLog.checkpointInterval(meta.configuration)
     if (version > 0 && version % interval == 0) {
       // A checkpoint only speeds up reading; the commit has landed whatever happens here.
-      try log.checkpoint(log.snapshotAt(version)) catch {
-        case NonFatal(e) => Transaction.logger.warn(s"Checkpoint of version $version of ${log.tablePath} failed", e)
+      val checkpointed = try { val s = log.snapshotAt(version); log.checkpoint(s); Some(s) } catch {
+        case NonFatal(e) => Transaction.logger.warn(s"Checkpoint of version $version of ${log.tablePath} failed", e); None
+      }
+      // Expired log files go after a new checkpoint (delta.enableExpiredLogCleanup, as delta-spark does).
+      if (checkpointed.isDefined && LogCleanup.automatic(meta)) {
+        try LogCleanup.run(log, LogCleanup.retentionMillis(meta), System.currentTimeMillis(), checkpointed) catch {
+          case NonFatal(e) => Transaction.logger.warn(s"Log cleanup of ${log.tablePath} after version $version failed", e)
+        }
       }
     }
   }

@@ -34,7 +34,8 @@ object V1TableWriter {
     val committer = new DirectCommitProtocol(jobFiles, write.schema.partitionSchema, write.numIndexedColumns)
     val writerOptions = Map("compression" -> options.compression) ++
       options.maxRecordsPerFile.map(n => "maxRecordsPerFile" -> n.toString)
-    jobFiles.tagged(SparkInternals.writeFiles(toWrite, root, write.schema.partitionColumns, committer, writerOptions))
+    val distributed = if (optimizeWrite(write, options)) OptimizedWrite(toWrite, write.schema.partitionColumns) else toWrite
+    jobFiles.tagged(SparkInternals.writeFiles(distributed, root, write.schema.partitionColumns, committer, writerOptions))
     val files = committer.addedFiles
     if (spark.conf.getOption(HaltBeforeCommitKey).contains("true")) Runtime.getRuntime.halt(86)
     val result = try write.commit(files) catch {
@@ -49,6 +50,11 @@ object V1TableWriter {
       Some(result)
     }
   }
+
+  /** The write option `optimizeWrite`, else table property `delta.autoOptimize.optimizeWrite` (off by default). */
+  private def optimizeWrite(write: TableWrite, options: WriteOptions): Boolean =
+    options.optimizeWrite.getOrElse(write.txn.metadata.flatMap(_.configuration.get(OptimizedWrite.TableProperty))
+      .exists(_.trim.equalsIgnoreCase("true")))
 
   /**
    * The data in table column order and spelling, widened where needed, with per-row checks that fail the task:

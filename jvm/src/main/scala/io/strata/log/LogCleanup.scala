@@ -1,0 +1,95 @@
+package io.strata.log
+
+import org.apache.hadoop.fs.FileStatus
+
+/**
+ * Deletes expired files of `_delta_log` (delta-spark's MetadataCleanup; the protocol leaves log retention to
+ * writers) while keeping every version committed within the retention rebuildable:
+ *
+ *  - the cutoff is `now - retention` (`delta.logRetentionDuration`, 30 days by default), exact to the millisecond
+ *    (delta-spark rounds it down to midnight UTC);
+ *  - a commit's age is its commit timestamp as time travel reads it: the commit file's modification time made
+ *    monotonic over the versions, or its in-commit timestamp where the table has them;
+ *  - the new oldest version is the newest complete checkpoint that was committed at or before the cutoff, is not
+ *    newer than the checkpoint `_last_checkpoint` names, and is followed by every commit up to the latest. Every
+ *    commit, checkpoint (complete or not), version checksum (`.crc`) and log compaction file below it is deleted,
+ *    oldest first, so the log stays rebuildable whenever a deletion is interrupted. Nothing else is: not that
+ *    checkpoint, not the newest one, not `_last_checkpoint`. So every version committed after the cutoff, and the
+ *    table as of any time after it, can still be read, time travelled to and restored.
+ *
+ * delta-spark deletes a little more: everything before the newest checkpoint whose preceding commit is older than
+ * the (midnight-rounded) cutoff, so time travel to the cutoff instant itself may fail there; here it does not.
+ */
+object LogCleanup {
+  val RetentionKey = "delta.logRetentionDuration"
+  val DefaultRetentionMillis: Long = 30L * 24 * 3600 * 1000
+  /** Whether log cleanup runs after each automatic checkpoint (delta-spark's key; true by default). */
+  val AutomaticKey = "delta.enableExpiredLogCleanup"
+
+  /** What one cleanup did. `oldestVersion`: the oldest version the log can rebuild afterwards. */
+  final case class Result(commitsDeleted: Long, checkpointsDeleted: Long, otherFilesDeleted: Long,
+                          oldestVersion: Long, cutoffMillis: Long)
+
+  /** `delta.logRetentionDuration` of a table (30 days when unset or unreadable, as delta-spark defaults). */
+  def retentionMillis(m: Metadata): Long =
+    m.configuration.get(RetentionKey).flatMap(Intervals.parseMillis).getOrElse(DefaultRetentionMillis)
+
+  /** Whether the table cleans its log after automatic checkpoints (`delta.enableExpiredLogCleanup`, default true). */
+  def automatic(m: Metadata): Boolean = !m.configuration.get(AutomaticKey).exists(_.trim.equalsIgnoreCase("false"))
+
+  /**
+   * Deletes the log files that only versions committed before `now - retentionMillis` need. `latest`: the table's
+   * latest snapshot when the caller holds it (no log listing for it).
+   */
+  def run(log: TableLog, retentionMillis: Long, now: Long, latest: Option[Snapshot] = None): Result = {
+    require(retentionMillis >= 0, s"retention must not be negative: $retentionMillis ms")
+    val snapshot = latest.getOrElse(log.snapshot())
+    // Only a writer that knows every feature of the table may remove its history (a feature may protect it).
+    ProtocolSupport.checkWritable(snapshot.protocol, snapshot.metadata, log.tablePath.toString)
+    val listing = log.listLog()
+    if (listing.v2Checkpoints.nonEmpty) throw new UnsupportedProtocolException(
+      s"Table ${log.tablePath} has V2 checkpoints, which Strata does not support yet: its log is not cleaned up.")
+    val cutoff = now - retentionMillis
+    val oldest = newOldestVersion(log, listing, snapshot.metadata, cutoff)
+    val doomed = oldest.toSeq.flatMap { keep =>
+      listing.classified.filter {
+        case (FileNames.DeltaFile(v), _) => v < keep
+        case (FileNames.CheckpointPart(v, _, _), _) => v < keep
+        case (FileNames.ChecksumFile(v), _) => v < keep
+        case (FileNames.CompactedDelta(_, end), _) => end < keep
+        case _ => false
+      }
+    }.sortBy { case (kind, st) => (kind.version, st.getPath.getName) }
+    var commits, checkpoints, others = 0L
+    doomed.foreach { case (kind, st) =>
+      if (log.store.fs.delete(st.getPath, false)) kind match {
+        case _: FileNames.DeltaFile => commits += 1
+        case _: FileNames.CheckpointPart => checkpoints += 1
+        case _ => others += 1
+      }
+    }
+    if (doomed.nonEmpty) LogCleanup.logger.info(s"Log cleanup of ${log.tablePath}: deleted $commits commit, " +
+      s"$checkpoints checkpoint and $others other log files committed before ${java.time.Instant.ofEpochMilli(cutoff)} " +
+      s"(below version ${oldest.get}).")
+    val after = if (doomed.isEmpty) listing else log.listLog()
+    Result(commits, checkpoints, others, TableLog.oldestReconstructable(after).getOrElse(snapshot.version), cutoff)
+  }
+
+  /** The version below which everything goes, when some complete checkpoint qualifies (see the class comment). */
+  private def newOldestVersion(log: TableLog, listing: TableLog.Listing, latest: Metadata,
+                               cutoff: Long): Option[Long] = {
+    val hint = log.lastCheckpointVersion().filter(listing.checkpoints.contains)
+    val candidates = TableLog.oldestReconstructable(listing).toSeq.flatMap { first =>
+      listing.checkpoints.keys.filter(c => c >= first && hint.forall(c <= _))
+    }
+    if (candidates.isEmpty) None
+    else {
+      val committedAt = log.commitTimestamps(listing, Some(latest)).toMap
+      // A checkpoint whose commit file is gone: its own files are younger than the commit was.
+      def age(c: Long): Long = committedAt.getOrElse(c, listing.checkpoints(c).map((_: FileStatus).getModificationTime).max)
+      candidates.filter(age(_) <= cutoff).maxOption
+    }
+  }
+
+  private val logger = org.slf4j.LoggerFactory.getLogger(getClass)
+}

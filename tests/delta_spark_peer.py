@@ -1,0 +1,83 @@
+"""The delta-spark 4.4.0 peer as one long-lived application per test module (tests/peers/delta_spark_job.py
+`serve`): run SQL there (`peer.call("sql", statements=[...])`, e.g. VACUUM / RESTORE / OPTIMIZE on delta.`path`)
+and read a table's rows at versions (`peer.read(path, versions)`), without a JVM start per request."""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from test_delta_spark_interop import ROOT, delta_jars
+
+REPLY = "@@delta-spark-peer@@ "  # tests/peers/delta_spark_job.py REPLY
+
+
+class Peer:
+    """The delta-spark application: requests go to its stdin, replies come back on stdout (see serve())."""
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+        env = dict(os.environ, STRATA_DELTA_JARS=delta_jars())
+        self.proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "tests" / "peers" / "delta_spark_job.py"), "serve"], env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log.open("w", encoding="utf-8"), text=True)
+        self.replies: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith(REPLY):
+                self.replies.put(line[len(REPLY):])
+        self.replies.put(None)
+
+    def send(self, op: str, **fields: Any) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"op": op, **fields}) + "\n")
+        self.proc.stdin.flush()
+
+    def receive(self, timeout: float = 900) -> dict[str, Any]:
+        try:
+            line = self.replies.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"delta-spark peer: no reply in {timeout}s\n{self.stderr_tail()}") from None
+        assert line is not None, f"delta-spark peer exited\n{self.stderr_tail()}"
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    def call(self, op: str, **fields: Any) -> dict[str, Any]:
+        """A request that must succeed."""
+        self.send(op, **fields)
+        reply = self.receive()
+        assert "error" not in reply, reply
+        return reply
+
+    def read(self, path: Path, versions: list[int] | None = None, time_zone: str = "UTC") -> list[list[str]]:
+        rows: list[list[str]] = self.call("read", path=str(path), versions=versions, time_zone=time_zone)["rows"]
+        return rows
+
+    def stderr_tail(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")[-4000:]
+
+    def stop(self) -> None:
+        try:
+            self.send("stop")
+            self.proc.wait(timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+
+
+def start_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
+    """For a module-scoped fixture: ``peer = pytest.fixture(scope="module")(start_peer)``."""
+    p = Peer(tmp_path_factory.mktemp("delta_spark_peer") / "delta_spark.log")
+    yield p
+    p.stop()
