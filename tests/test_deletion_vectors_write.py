@@ -12,7 +12,7 @@ are merge-on-read, and other engines must read what Strata wrote and write on to
 - The Python API (Table.delete / update / merge) on a DV table: the rows of the same SQL, and sensible metrics.
 - A session in America/Los_Angeles with date and timestamp partition columns, against delta-spark in that zone.
 
-The peer is one delta-spark application for the module (tests/peers/delta_spark_job.py `serve`). Strata reads go
+The peer is one delta-spark application for the module (tests/delta_spark_peer.py). Strata reads go
 through the catalog (SQL); test_dataframe_reader_on_partitioned_dv_table reads with the DataFrame reader. The Strata
 bugs this module found are fixed, and their tests pass: the DataFrame reader on a partitioned DV table (an NPE, or
 NULL partition values), MERGE metric names, a partition-only DELETE by hour() of a timestamp partition.
@@ -21,15 +21,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import queue
 import shutil
-import subprocess
-import sys
-import threading
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -42,7 +36,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 import strata
 from strata import DeleteMetrics, MergeMetrics, UpdateMetrics
-from test_delta_spark_interop import ROOT, delta_jars
+from delta_spark_peer import Peer, start_peer
 from test_dml_delta_spark import STATEMENTS, TABLES, M
 
 DV = "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
@@ -64,71 +58,10 @@ def dv_ddl(name: str, ddl: list[str]) -> list[str]:
 
 
 DV_TABLES = {name: dv_ddl(name, ddl) for name, ddl in TABLES.items()}
-REPLY = "@@delta-spark-peer@@ "  # tests/peers/delta_spark_job.py REPLY
 LA = "America/Los_Angeles"
 
 
-class Peer:
-    """The delta-spark application: requests go to its stdin, replies come back on stdout (see serve())."""
-
-    def __init__(self, log: Path) -> None:
-        self.log = log
-        env = dict(os.environ, STRATA_DELTA_JARS=delta_jars())
-        self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "peers" / "delta_spark_job.py"), "serve"], env=env,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log.open("w", encoding="utf-8"), text=True)
-        self.replies: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if line.startswith(REPLY):
-                self.replies.put(line[len(REPLY):])
-        self.replies.put(None)
-
-    def send(self, op: str, **fields: Any) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps({"op": op, **fields}) + "\n")
-        self.proc.stdin.flush()
-
-    def receive(self, timeout: float = 900) -> dict[str, Any]:
-        try:
-            line = self.replies.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError(f"delta-spark peer: no reply in {timeout}s\n{self.stderr_tail()}") from None
-        assert line is not None, f"delta-spark peer exited\n{self.stderr_tail()}"
-        reply: dict[str, Any] = json.loads(line)
-        return reply
-
-    def call(self, op: str, **fields: Any) -> dict[str, Any]:
-        """A request that must succeed."""
-        self.send(op, **fields)
-        reply = self.receive()
-        assert "error" not in reply, reply
-        return reply
-
-    def read(self, path: Path, versions: list[int] | None = None, time_zone: str = "UTC") -> list[list[str]]:
-        rows: list[list[str]] = self.call("read", path=str(path), versions=versions, time_zone=time_zone)["rows"]
-        return rows
-
-    def stderr_tail(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace")[-4000:]
-
-    def stop(self) -> None:
-        try:
-            self.send("stop")
-            self.proc.wait(timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait()
-
-
-@pytest.fixture(scope="module")
-def peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
-    p = Peer(tmp_path_factory.mktemp("dv_peer") / "delta_spark.log")
-    yield p
-    p.stop()
+peer = pytest.fixture(scope="module")(start_peer)
 
 
 # ------------------------------------------------------------------------------------------------ log and rows
