@@ -160,3 +160,36 @@ def test_refuses_to_commit_without_conditional_writes(spark: SparkSession, s3: S
         with strata.errors.translate():
             spark.range(3).write.format("strata").save(path)
     assert s3.objects(NO_CONDITIONAL_BUCKET, f"{key}/_delta_log") == [], "nothing committed"
+
+
+def test_vacuum_on_s3(spark: SparkSession, s3: S3Server) -> None:
+    """CALL strata.system.vacuum lists (a Spark job over the partition prefixes) and deletes through S3A: the files an
+    overwrite removed and an uncommitted leftover go, the live files and the log stay, delta-rs reads the same rows."""
+    key = f"t-{uuid.uuid4().hex[:8]}"
+    path = f"s3a://{BUCKET}/{key}"
+    df = spark.range(0, 6).selectExpr("id", "CAST(id % 3 AS STRING) AS p")
+    df.write.format("strata").partitionBy("p").save(path)
+    replaced = s3.objects(BUCKET, f"{key}/p=1")
+    df.where("p = '1'").write.format("strata").mode("overwrite").option("replaceWhere", "p = '1'").save(path)
+    with s3.client().open_output_stream(f"{BUCKET}/{key}/p=2/part-00000-leftover.c000.snappy.parquet") as out:
+        out.write(b"left over by a failed job")
+    old = {p: s3.objects(BUCKET, f"{key}/{p}") for p in ("p=0", "p=1", "p=2")}
+    spark.conf.set("spark.strata.vacuum.retentionCheck.enabled", "false")
+    spark.conf.set("spark.strata.vacuum.orphanMinAgeHours", "0")
+    try:
+        dry = spark.sql(f"CALL strata.system.vacuum('{path}', 0, true)").collect()
+        rows = spark.sql(f"CALL strata.system.vacuum(table => '{path}', retention_hours => 0)").collect()
+    finally:
+        spark.conf.unset("spark.strata.vacuum.retentionCheck.enabled")
+        spark.conf.unset("spark.strata.vacuum.orphanMinAgeHours")
+    assert sorted(rows) == sorted(dry) and all(r.kind == "data" for r in rows), rows
+    deleted = {"/".join(r.path.rsplit("/", 2)[-2:]) for r in rows}
+    now = {p: s3.objects(BUCKET, f"{key}/{p}") for p in ("p=0", "p=1", "p=2")}
+    assert now["p=1"] and set(now["p=1"]) == set(old["p=1"]) - set(replaced), "the overwrite's files stay"
+    assert deleted == {f"p=1/{n}" for n in replaced} | {"p=2/part-00000-leftover.c000.snappy.parquet"}
+    assert now["p=0"] == old["p=0"] and len(now["p=2"]) == len(old["p=2"]) - 1
+    assert ids(spark.read.format("strata").load(path)) == list(range(6))
+    table = DeltaTable(f"s3://{BUCKET}/{key}", storage_options=s3.delta_rs_options())
+    assert sorted(table.to_pyarrow_table().column("id").to_pylist()) == list(range(6))
+    assert [h.operation for h in spark.sql(f"CALL strata.system.history('{path}', 2)").collect()] == [
+        "VACUUM END", "VACUUM START"]

@@ -251,6 +251,8 @@ def serve(spark: SparkSession) -> None:
      JSON strings and the table's latest version (the newest commit file in its _delta_log).
     {"op": "sql", "statements": [text, ...], "time_zone": zone}: runs them in order; replies {} or {"error": ...}
      (the first failure's first line; later statements are not run).
+    {"op": "query", "sql": text, "time_zone": zone}: runs one statement and replies {"rows": [...]}, its result
+     rows as sorted JSON strings (e.g. the paths of VACUUM ... DRY RUN), or {"error": ...}.
     {"op": "read", "path": path, "versions": [v, ...] or null, "time_zone": zone}: the table's rows (sorted JSON
      strings) at each version (null: the latest): {"rows": [[...], ...]}.
     Any other failure replies {"error": ...}, and the peer goes on serving.
@@ -282,6 +284,8 @@ def serve_one(spark: SparkSession, request: dict[str, Any]) -> dict[str, Any]:
             except Exception as e:
                 return {"error": str(e).strip().splitlines()[0][:1000], "statement": statement}
         return {}
+    if op == "query":
+        return {"rows": sorted(spark.sql(request["sql"]).toJSON().collect())}
     if op == "read":
         path, rows = request["path"], []
         for version in request.get("versions") or [None]:

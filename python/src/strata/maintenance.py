@@ -44,7 +44,8 @@ class OptimizeResult:
 
 @dataclass(frozen=True)
 class VacuumResult:
-    """The files :meth:`strata.Table.vacuum` deleted (or, with ``dry_run``, would delete): absolute paths, sizes.
+    """The files :meth:`strata.Table.vacuum` deleted (or, with ``dry_run``, would delete): absolute paths (empty
+    directories it removed too), the number of files and their bytes.
 
     >>> r = table.vacuum(dry_run=True)
     >>> r.files_deleted, r.bytes_deleted, r.paths[:1]
@@ -146,7 +147,9 @@ def optimize_result(result: list[Row]) -> OptimizeResult:
 
 
 def vacuum_result(result: list[Row], dry_run: bool) -> VacuumResult:
-    return VacuumResult(dry_run=dry_run, paths=tuple(str(r["path"]) for r in result), files_deleted=len(result),
+    # rows of kind "directory" are empty directories: in paths, not counted as files
+    return VacuumResult(dry_run=dry_run, paths=tuple(str(r["path"]) for r in result),
+                        files_deleted=sum(1 for r in result if r["kind"] != "directory"),
                         bytes_deleted=sum(int(r["size_bytes"] or 0) for r in result))
 
 

@@ -2,7 +2,7 @@ package io.strata.catalog
 
 import java.util
 
-import io.strata.log.TableLog
+import io.strata.log.{TableLog, VacuumedFiles}
 import io.strata.shim.SparkInternals
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
@@ -67,13 +67,15 @@ class StrataCatalog extends StagingTableCatalog with SupportsNamespaces with Pro
   override def loadTable(ident: Identifier, version: String): Table = {
     val v = StrataCatalog.version(version)
     if (!tableExists(ident)) throw new NoSuchTableException(ident.namespace().toIndexedSeq :+ ident.name())
-    new StrataV2Table(displayName(ident), logOf(ident).snapshotAt(v), timeTravel = true)
+    val log = logOf(ident)
+    new StrataV2Table(displayName(ident), VacuumedFiles.checked(log, log.snapshotAt(v)), timeTravel = true)
   }
 
   override def loadTable(ident: Identifier, timestampMicros: Long): Table = {
     if (!tableExists(ident)) throw new NoSuchTableException(ident.namespace().toIndexedSeq :+ ident.name())
-    new StrataV2Table(displayName(ident), logOf(ident).snapshotAsOf(Math.floorDiv(timestampMicros, 1000L)),
-      timeTravel = true)
+    val log = logOf(ident)
+    new StrataV2Table(displayName(ident),
+      VacuumedFiles.checked(log, log.snapshotAsOf(Math.floorDiv(timestampMicros, 1000L))), timeTravel = true)
   }
 
   override def tableExists(ident: Identifier): Boolean = logOf(ident).exists

@@ -2,7 +2,7 @@ package io.strata.catalog
 
 import java.util
 
-import io.strata.log.{TableLog, TableProperties}
+import io.strata.log.{TableLog, TableProperties, VacuumedFiles}
 import io.strata.shim.SparkInternals
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
@@ -41,14 +41,14 @@ class StrataSessionCatalog extends DelegatingCatalogExtension {
   // Time travel (VERSION / TIMESTAMP AS OF): the same rules as the strata catalog, through the table's log.
   override def loadTable(ident: Identifier, version: String): Table = {
     val table = super.loadTable(ident)
-    strataLog(table).map(log => new StrataV2Table(displayName(ident), log.snapshotAt(StrataCatalog.version(version)),
+    strataLog(table).map(log => new StrataV2Table(displayName(ident), VacuumedFiles.checked(log, log.snapshotAt(StrataCatalog.version(version))),
       timeTravel = true)).getOrElse(super.loadTable(ident, version))
   }
 
   override def loadTable(ident: Identifier, timestampMicros: Long): Table = {
     val table = super.loadTable(ident)
     strataLog(table).map(log => new StrataV2Table(displayName(ident),
-      log.snapshotAsOf(Math.floorDiv(timestampMicros, 1000L)), timeTravel = true))
+      VacuumedFiles.checked(log, log.snapshotAsOf(Math.floorDiv(timestampMicros, 1000L))), timeTravel = true))
       .getOrElse(super.loadTable(ident, timestampMicros))
   }
 

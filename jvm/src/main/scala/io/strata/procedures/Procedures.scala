@@ -7,7 +7,7 @@ object Procedures {
   val Namespace: String = "system"
 
   private val all: Map[String, StrataProcedure] = Seq[StrataProcedure](
-    HistoryProcedure, DetailProcedure, RestoreProcedure, CheckpointProcedure, CleanupLogProcedure
+    HistoryProcedure, DetailProcedure, VacuumProcedure, RestoreProcedure, CheckpointProcedure, CleanupLogProcedure
   ).map(p => p.name() -> p).toMap
 
   def names: Seq[String] = all.keys.toSeq.sorted

@@ -1,7 +1,7 @@
 package io.strata.read
 
 import io.strata.config.ReadOptions
-import io.strata.log.{AddFile, InvalidTableOperationException, ProtocolSupport, Snapshot, TableLog}
+import io.strata.log.{AddFile, InvalidTableOperationException, ProtocolSupport, Snapshot, TableLog, VacuumedFiles}
 import io.strata.shim.{FileColumn, IndexedFile, LogFileIndex, SparkInternals}
 import io.strata.table.TableSchema
 import org.apache.spark.sql.SparkSession
@@ -12,8 +12,8 @@ object SnapshotReader {
   /** The snapshot a read asks for: the latest, or the one named by versionAsOf / timestampAsOf. */
   def snapshotFor(spark: SparkSession, log: TableLog, options: ReadOptions): Snapshot = {
     val snapshot = (options.versionAsOf, options.timestampAsOf) match {
-      case (Some(v), _) => log.snapshotAt(v)
-      case (_, Some(ts)) => log.snapshotAsOf(parseTimestampMillis(spark, ts))
+      case (Some(v), _) => VacuumedFiles.checked(log, log.snapshotAt(v))
+      case (_, Some(ts)) => VacuumedFiles.checked(log, log.snapshotAsOf(parseTimestampMillis(spark, ts)))
       case _ => log.snapshot()
     }
     ProtocolSupport.checkReadable(snapshot.protocol, log.tablePath.toString)
