@@ -99,14 +99,25 @@ object SparkInternals {
    */
   def partitionMatcher(spark: SparkSession, predicate: String, partitionSchema: StructType)
       : Map[String, Option[String]] => Boolean = {
-    val session = classic(spark)
-    val probe = session.createDataFrame(session.sparkContext.emptyRDD[org.apache.spark.sql.Row], partitionSchema)
-      .where(predicate)
-    val condition = evaluable(probe.queryExecution.analyzed).collectFirst {
-      case org.apache.spark.sql.catalyst.plans.logical.Filter(c, child) => (c, child.output)
-    }.getOrElse(throw new IllegalStateException(s"Could not analyze predicate '$predicate'"))
+    val condition = analyzedPredicate(spark, predicate, partitionSchema, forEvaluation = true)
     val bound = org.apache.spark.sql.catalyst.expressions.Predicate.create(condition._1, condition._2)
     values => bound.eval(partitionRow(partitionSchema, values))
+  }
+
+  /** A predicate over `schema` as Spark renders it once analyzed (`(p = 1)`), as delta-spark records predicates. */
+  def predicateSql(spark: SparkSession, predicate: String, schema: StructType): String =
+    analyzedPredicate(spark, predicate, schema, forEvaluation = false)._1.sql
+
+  /** The analyzed predicate and its input; `forEvaluation`: made [[evaluable]] by Strata's own evaluation. */
+  private def analyzedPredicate(spark: SparkSession, predicate: String, schema: StructType, forEvaluation: Boolean)
+      : (Expression, Seq[org.apache.spark.sql.catalyst.expressions.Attribute]) = {
+    val session = classic(spark)
+    val probe = session.createDataFrame(session.sparkContext.emptyRDD[org.apache.spark.sql.Row], schema)
+      .where(predicate)
+    val analyzed = probe.queryExecution.analyzed
+    (if (forEvaluation) evaluable(analyzed) else analyzed).collectFirst {
+      case org.apache.spark.sql.catalyst.plans.logical.Filter(c, child) => (c, child.output)
+    }.getOrElse(throw new IllegalStateException(s"Could not analyze predicate '$predicate'"))
   }
 
   /** A file's log partition values as Catalyst values, in `partitionSchema` order (zone-less timestamps are UTC). */
