@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import report_dv
+import report_zorder
 from spec import CONTROL, LABELS, PEERS, STRATA, SYSTEMS
 
 Json = dict[str, Any]
@@ -149,8 +150,8 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
 
     for w in record["workloads"]:
         key = w["key"]
-        if key == report_dv.READ:
-            continue  # in the deletion vector section
+        if key in (report_dv.READ, report_zorder.KEY):
+            continue  # in the deletion vector and Z-order sections
         add(f"## {w['title']}")
         add("")
         add(w["definition"] + ".")
@@ -256,6 +257,7 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
             add("")
 
     out.extend(report_dv.section(record, s))
+    out.extend(report_zorder.section(record, s))
     add("## Settings")
     add("")
     spark_version = record["versions"]["spark"]

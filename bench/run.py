@@ -17,6 +17,7 @@ Method
     shorter (4 x 5 appends): delta-spark needs minutes for one cold 4 x 25 round on 2 cores.
   * Workloads 7a-7c (DELETE, UPDATE, MERGE; bench/dml.py), then 8a-8d (bench/dml_dv.py) run in each round, on Strata V2,
     delta-spark and Iceberg, each statement on a fresh 100-file table of N rows created untimed just before it.
+    Workload 9 (Z-order OPTIMIZE, bench/zorder.py; Strata V2 and delta-spark) likewise, in the same rounds.
   * Anything that fails (a peer that cannot start, a workload that throws) stops the benchmark with a non-zero exit
     status and the error. Correctness checks (rows and commits after workloads 3, 4, 5, 6 and 7) are recorded with
     every run and shown in latest.md; a failed check of Strata also makes the exit status non-zero, one of a peer
@@ -30,7 +31,7 @@ Knobs
                           on 2 cores: the committed default run (bench/results/2026-11-23.json) took 58.7 minutes,
                           33 of them delta-spark's (27 in workload 6, about 5 minutes a round).
   --rounds / BENCH_ROUNDS timed rounds after the warm-up (default 5).
-  --dml-rounds / BENCH_DML_ROUNDS  timed rounds of workloads 7, 8 (default 3, at most --rounds): each of its statements
+  --dml-rounds / BENCH_DML_ROUNDS  timed rounds of workloads 7, 8, 9 (default 3, at most --rounds): each of its statements
                           needs a fresh table of N rows, built untimed, so they cost more wall time than they show.
   --out                   results folder (default bench/results): <date>.json (every raw run), latest.md, latest.png.
 
@@ -233,7 +234,7 @@ class Bench:
     def round(self, rnd: int) -> None:
         """Workloads 1-5 and 7 on every system."""
         for workload in self.workloads:
-            if workload.key == "concurrent" or (workload.dml and rnd > self.dml_rounds):
+            if workload.key == "concurrent" or ((workload.dml or workload.zorder) and rnd > self.dml_rounds):
                 continue
             for system in rotate(((CONTROL,) if workload.control else ()) + self.systems, rnd):
                 if system == CONTROL:

@@ -44,6 +44,7 @@ class Workload:
     control: bool = False  # the noop control runs too
     dml: bool = False  # workloads 7 and 8: timed in the first `--dml-rounds` rounds only
     dv: bool = False  # workloads 8: deletion vectors / merge-on-read (bench/dml_dv.py)
+    zorder: bool = False  # workload 9: Z-order OPTIMIZE (bench/zorder.py); timed in the `--dml-rounds` rounds
 
 
 NO_LOG = "n/a: no transaction log"
@@ -97,10 +98,19 @@ WORKLOADS: tuple[Workload, ...] = (
              "median", ("strata-v2",), dict(NO_DML, delta="n/a: Strata's read overhead of its own vectors",
                                             iceberg="n/a: Strata's read overhead of its own vectors"),
              dml=True, dv=True),
+    Workload("zorder", "9. Z-order OPTIMIZE and a two-column point query",
+             "a fresh unpartitioned table of N rows in 100 files (id; a, b: independent pseudo-random ints in "
+             "[0, 1,000,000); s; x), written untimed; timed: `CALL strata.system.optimize(table => t, zorder_by => "
+             "array('a', 'b'), target_file_size => T)` / delta-spark `OPTIMIZE t ZORDER BY (a, b)` with "
+             "`spark.databricks.delta.optimize.maxFileSize = T`, T = the table's bytes / 100; files a point query "
+             "`a = A AND b = B` reads (min/max skipping) before and after", ("strata-v2", "delta"),
+             {"parquet": "n/a: no OPTIMIZE", "strata-v1": "n/a: a CALL procedure, path-independent: see Strata V2",
+              "iceberg": "n/a: issue 15 compares with delta-spark's OPTIMIZE ZORDER BY"}, zorder=True),
 )
 WORKLOAD_KEYS = tuple(w.key for w in WORKLOADS)
 DML_KEYS = tuple(w.key for w in WORKLOADS if w.dml and not w.dv)
 DV_KEYS = tuple(w.key for w in WORKLOADS if w.dv)
+ZORDER_KEYS = tuple(w.key for w in WORKLOADS if w.zorder)
 DEFAULT_DML_ROUNDS = 3
 
 

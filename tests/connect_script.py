@@ -119,6 +119,13 @@ def main() -> None:
     out["raw_option_error"] = error_of(raw_misspelt)
     out["missing_table_error"] = error_of(lambda: strata.Table.for_path(spark, str(WORKDIR / "none")).to_df())
     out["after_errors"] = rows(table.to_df())
+    optimized = table.optimize()
+    out["optimize"] = [optimized.files_removed, optimized.files_added, len(optimized.versions)]
+    out["vacuum_dry_run"] = [table.vacuum(dry_run=True).files_deleted]
+    restored = table.restore(version=1)
+    out["restore"] = [restored.version, restored.restored_version, rows(table.to_df())]
+    out["checkpoint"] = table.checkpoint()
+    out["cleanup_log"] = table.cleanup_log().oldest_version
 
     spark.sql("CREATE NAMESPACE IF NOT EXISTS strata.db")
     spark.sql("CREATE TABLE strata.db.events (id BIGINT, day STRING) USING strata PARTITIONED BY (day)")

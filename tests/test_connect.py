@@ -38,7 +38,7 @@ def test_user_flow_on_spark_connect(tmp_path: Path, mode: str) -> None:
     assert out["v2"] == [[1, "FR"], [3, "FR"], [20, "DE"]]
     assert out["latest"] == [[20, "DE"], [30, "FR"]] == out["after_errors"]
     log = tmp_path / "sales" / "_delta_log"
-    assert sorted(p.name for p in log.glob("*.json")) == [f"{v:020d}.json" for v in range(4)]
+    assert sorted(p.name for p in log.glob("*.json")) == [f"{v:020d}.json" for v in range(5)]  # v4: the restore
     first = [json.loads(ln) for ln in (log / f"{0:020d}.json").read_text().splitlines()]
     assert [a["commitInfo"]["userMetadata"] for a in first if "commitInfo" in a] == ["initial load"]
     assert {"metaData"} <= {k for a in first for k in a}
@@ -48,6 +48,11 @@ def test_user_flow_on_spark_connect(tmp_path: Path, mode: str) -> None:
     assert out["version"] == 3
     assert out["history"] == [[3, "WRITE"], [2, "WRITE"]]
     assert out["detail"][0] == 3 and out["detail"][2] == ["country"]
+    # v3 holds one file per country; optimize has nothing to compact there (one-file partitions), so no commit.
+    assert out["optimize"] == [0, 0, 0]
+    assert out["vacuum_dry_run"] == [0]  # nothing is older than the 7-day retention
+    assert out["restore"] == [4, 1, [[1, "FR"], [2, "DE"], [3, "FR"]]]
+    assert out["checkpoint"] == 4 and out["cleanup_log"] == 0
     assert out["validation_error"] == {
         "type": "InvalidOptionError", "jvm_class": None,
         "message": "replace_where must be used with mode 'overwrite' only; got \"mode 'append'\""}

@@ -7,7 +7,8 @@ object Procedures {
   val Namespace: String = "system"
 
   private val all: Map[String, StrataProcedure] = Seq[StrataProcedure](
-    HistoryProcedure, DetailProcedure, VacuumProcedure, RestoreProcedure, CheckpointProcedure, CleanupLogProcedure
+    HistoryProcedure, DetailProcedure, OptimizeProcedure, VacuumProcedure, RestoreProcedure, CheckpointProcedure,
+    CleanupLogProcedure
   ).map(p => p.name() -> p).toMap
 
   def names: Seq[String] = all.keys.toSeq.sorted

@@ -81,7 +81,7 @@ object FilePredicates {
 
   private def condition0(description: String, conditions: Seq[Expression], tableSchema: StructType,
                          partitionColumns: Seq[String]): ConditionPredicate = {
-    val all = conditions.flatMap(splitAnd)
+    val all = conditions.map(SparkInternals.evaluable).flatMap(splitAnd)
     val conjuncts = all.filterNot(SubqueryExpression.hasSubquery).filter(_.deterministic)
     val isPart = (a: Attribute) => partitionColumns.exists(_.equalsIgnoreCase(a.name))
     val onPartitions = conjuncts.filter(c => c.references.nonEmpty && c.references.forall(isPart))

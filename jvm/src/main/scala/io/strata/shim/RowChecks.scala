@@ -57,7 +57,7 @@ object RowChecks {
       val session = SparkInternals.classic(spark)
       val empty = session.createDataFrame(java.util.Collections.emptyList[Row](), schema)
       new RowChecks(checks.map { case (c, predicate, violation) =>
-        val analyzed = try empty.selectExpr(predicate).queryExecution.analyzed catch {
+        val analyzed = try SparkInternals.evaluable(empty.selectExpr(predicate).queryExecution.analyzed) catch {
           case e: Exception => throw new InvalidTableOperationException(
             s"$c cannot be checked against the table's columns: ${e.getMessage.linesIterator.next()}")
         }

@@ -5,7 +5,9 @@ import org.apache.hadoop.mapreduce.Job
 import org.apache.spark.internal.io.FileCommitProtocol
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Cast, Expression, Literal}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Cast, CommonExpressionRef, Expression, Literal, With}
+import org.apache.spark.sql.catalyst.plans.logical.{LocalRelation, LogicalPlan, Project}
+import org.apache.spark.sql.catalyst.trees.TreePattern
 import org.apache.spark.sql.classic.ClassicConversions.castToImpl
 import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
 import org.apache.spark.sql.execution.datasources._
@@ -65,19 +67,57 @@ object SparkInternals {
     }
 
   /**
+   * An analyzed plan whose expressions Strata evaluates itself (partition predicates, CHECK constraints, read sets),
+   * made evaluable the way the optimizer makes them before any execution: RuntimeReplaceable expressions (extract(),
+   * nvl(), BETWEEN, ...) replaced by the expressions they stand for (Spark's ReplaceExpressions rule), then the
+   * common subexpressions some replacements share (`With`, as BETWEEN's) inlined: what the optimizer's
+   * RewriteWithExpression computes once in a projection below, computed at each use. Left in, either fails when
+   * evaluated (`assertion failed` in RuntimeReplaceable.eval, `Cannot evaluate expression: with(...)`).
+   */
+  def evaluable(analyzed: LogicalPlan): LogicalPlan =
+    org.apache.spark.sql.catalyst.optimizer.ReplaceExpressions(analyzed).transformAllExpressions {
+      case e if e.containsPattern(TreePattern.WITH_EXPRESSION) => inlineWith(e)
+    }
+
+  private def inlineWith(e: Expression): Expression = e.transformUp {
+    case With(child, defs) =>
+      val byId = defs.map(d => d.id -> d.child).toMap
+      child.transformUp { case r: CommonExpressionRef if byId.contains(r.id) => byId(r.id) }
+  }
+
+  /** [[evaluable]] for one analyzed (resolved) expression. */
+  def evaluable(analyzed: Expression): Expression =
+    if (!analyzed.containsAnyPattern(TreePattern.RUNTIME_REPLACEABLE, TreePattern.WITH_EXPRESSION)) analyzed
+    else evaluable(Project(Seq(Alias(analyzed, "e")()), LocalRelation(analyzed.references.toSeq))) match {
+      case Project(Seq(Alias(e, _)), _) => e
+      case other => throw new IllegalStateException(s"Unexpected plan $other")
+    }
+
+  /**
    * A predicate over partition columns compiled once and evaluated on the log's partition values (strings), with
    * Spark's own analysis (type coercion) and expression evaluation.
    */
   def partitionMatcher(spark: SparkSession, predicate: String, partitionSchema: StructType)
       : Map[String, Option[String]] => Boolean = {
-    val session = classic(spark)
-    val probe = session.createDataFrame(session.sparkContext.emptyRDD[org.apache.spark.sql.Row], partitionSchema)
-      .where(predicate)
-    val condition = probe.queryExecution.analyzed.collectFirst {
-      case org.apache.spark.sql.catalyst.plans.logical.Filter(c, child) => (c, child.output)
-    }.getOrElse(throw new IllegalStateException(s"Could not analyze predicate '$predicate'"))
+    val condition = analyzedPredicate(spark, predicate, partitionSchema, forEvaluation = true)
     val bound = org.apache.spark.sql.catalyst.expressions.Predicate.create(condition._1, condition._2)
     values => bound.eval(partitionRow(partitionSchema, values))
+  }
+
+  /** A predicate over `schema` as Spark renders it once analyzed (`(p = 1)`), as delta-spark records predicates. */
+  def predicateSql(spark: SparkSession, predicate: String, schema: StructType): String =
+    analyzedPredicate(spark, predicate, schema, forEvaluation = false)._1.sql
+
+  /** The analyzed predicate and its input; `forEvaluation`: made [[evaluable]] by Strata's own evaluation. */
+  private def analyzedPredicate(spark: SparkSession, predicate: String, schema: StructType, forEvaluation: Boolean)
+      : (Expression, Seq[org.apache.spark.sql.catalyst.expressions.Attribute]) = {
+    val session = classic(spark)
+    val probe = session.createDataFrame(session.sparkContext.emptyRDD[org.apache.spark.sql.Row], schema)
+      .where(predicate)
+    val analyzed = probe.queryExecution.analyzed
+    (if (forEvaluation) evaluable(analyzed) else analyzed).collectFirst {
+      case org.apache.spark.sql.catalyst.plans.logical.Filter(c, child) => (c, child.output)
+    }.getOrElse(throw new IllegalStateException(s"Could not analyze predicate '$predicate'"))
   }
 
   /** A file's log partition values as Catalyst values, in `partitionSchema` order (zone-less timestamps are UTC). */

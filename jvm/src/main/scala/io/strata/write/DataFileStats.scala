@@ -37,6 +37,11 @@ object DataFileStats {
   private val ntzFormat = DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS").withZone(ZoneOffset.UTC)
   private val MaxCodePoint = new String(Character.toChars(Character.MAX_CODE_POINT))
 
+  /** Leaf columns with statistics in a table with these properties (delta.dataSkippingNumIndexedCols; -1: all). */
+  def numIndexedColumns(tableProperties: Map[String, String]): Int =
+    tableProperties.get("delta.dataSkippingNumIndexedCols").flatMap(_.trim.toIntOption)
+      .map(n => if (n < 0) Int.MaxValue else n).getOrElse(DefaultIndexedColumns)
+
   def read(file: FileStatus, conf: Configuration, options: ParquetReadOptions, numIndexedCols: Int): FileStats = {
     val reader = ParquetFileReader.open(HadoopInputFile.fromStatus(file, conf), options)
     try fromFooter(reader.getFooter, numIndexedCols) finally reader.close()

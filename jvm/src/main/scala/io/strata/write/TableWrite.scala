@@ -69,8 +69,7 @@ final class TableWrite private (
   def currentFiles: Seq[AddFile] = txn.readSnapshot.map(_.files).getOrElse(Nil)
 
   /** Stats columns to index (delta.dataSkippingNumIndexedCols). */
-  def numIndexedColumns: Int = txn.metadata.flatMap(_.configuration.get("delta.dataSkippingNumIndexedCols"))
-    .flatMap(_.toIntOption).map(n => if (n < 0) Int.MaxValue else n).getOrElse(DataFileStats.DefaultIndexedColumns)
+  def numIndexedColumns: Int = DataFileStats.numIndexedColumns(txn.metadata.map(_.configuration).getOrElse(Map.empty))
 
   /** For [[WriteMode.ReplaceWhere]]: the files the predicate replaces, and the scope a concurrent add conflicts in. */
   def replaceFiles(files: Seq[AddFile], scope: FilePredicate): Unit = replaced = Some((files, scope))
@@ -95,6 +94,19 @@ final class TableWrite private (
   def commit(added: Seq[AddFile], rowCounts: Map[String, Long] = Map.empty,
              rowLevelParams: Map[String, String] = Map.empty): CommitResult = {
     TestHooks.reached(TestHooks.BeforeCommit)
+    val result = commitFiles(added, rowCounts, rowLevelParams)
+    afterCommit(result, added ++ rowLevelRead.map(_.files).getOrElse(replaced.map(_._1).getOrElse(Nil)))
+    result
+  }
+
+  /** Auto-compaction of the partitions a commit touched (`delta.autoOptimize.autoCompact`); never fails the write. */
+  private def afterCommit(result: CommitResult, touched: Seq[AddFile]): Unit =
+    if (txn.metadata.exists(m => io.strata.optimize.AutoCompaction.enabled(m.configuration))) {
+      io.strata.optimize.AutoCompaction.afterCommit(log, result, touched.map(_.partitionValues).distinct)
+    }
+
+  private def commitFiles(added: Seq[AddFile], rowCounts: Map[String, Long],
+                          rowLevelParams: Map[String, String]): CommitResult = {
     val now = System.currentTimeMillis()
     val op = operation(added)
     val replacedFiles = op match {
@@ -135,8 +147,14 @@ final class TableWrite private (
   }
 
   /** Commits an operation the caller built (merge-on-read row changes), with this write's application version. */
-  def commitOperation(op: TableOperation, operation: Operation): CommitResult =
-    txn.commit(op, appTransaction(System.currentTimeMillis()).toSeq, operation)
+  def commitOperation(op: TableOperation, operation: Operation): CommitResult = {
+    val result = txn.commit(op, appTransaction(System.currentTimeMillis()).toSeq, operation)
+    afterCommit(result, op.added ++ (op match {
+      case d: TableOperation.DeleteRows => d.changed.map(_._1)
+      case _ => Nil
+    }))
+    result
+  }
 
   /** The `txn` action of an idempotent write (write options txnAppId / txnVersion). */
   private def appTransaction(now: Long): Option[SetTransaction] =

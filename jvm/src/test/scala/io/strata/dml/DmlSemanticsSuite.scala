@@ -114,6 +114,38 @@ class DmlSemanticsSuite extends AnyFunSuite with DmlTestSupport {
     } finally spark.conf.set("spark.sql.session.timeZone", zone)
   }
 
+  test("a partition-only DELETE by date/time functions of a timestamp partition, in UTC and America/Los_Angeles") {
+    // Spark hands the condition over as a V2 predicate (hour() becomes EXTRACT(HOUR FROM ts), dayofweek() an EXTRACT
+    // of DAY_OF_WEEK) and Strata evaluates it on each file's partition values: the RuntimeReplaceable functions
+    // (extract, nvl, ...) must be replaced first, and the EXTRACT fields spelled as Spark's parser knows them.
+    val instants = Seq(1 -> "2024-01-01 16:00:00Z", 2 -> "2024-01-01 10:00:00Z", 3 -> "2024-01-02 00:30:00Z",
+      4 -> "2023-12-31 23:00:00Z", 5 -> "", 6 -> "2024-07-04 16:15:00Z", 7 -> "2024-01-01 05:00:00Z")
+    // In Los Angeles: 1 08:00, 2 02:00, 3 2024-01-01 16:30, 4 15:00 (Sunday), 6 09:15 (PDT), 7 2023-12-31 21:00.
+    val cases = Seq( // predicate -> rows deleted in UTC, rows deleted in Los Angeles
+      "hour(ts) = 16" -> (Set(1, 6), Set(3)),
+      "year(ts) = 2023" -> (Set(4), Set(4, 7)),
+      "extract(MINUTE FROM ts) = 30 OR dayofweek(ts) = 1 OR dayofyear(ts) = 186" -> (Set(3, 4, 6), Set(3, 4, 6, 7)),
+      "to_date(ts) = DATE'2024-01-01'" -> (Set(1, 2, 7), Set(1, 2, 3)),
+      "date_format(ts, 'yyyy-MM-dd HH') = '2024-01-01 16'" -> (Set(1), Set(3)),
+      "nvl(hour(ts), -1) < 9" -> (Set(3, 5, 7), Set(1, 2, 5)))
+    val zone = spark.conf.get("spark.sql.session.timeZone")
+    // The Los Angeles tables have deletion vectors enabled: the partition-only DELETE takes the same path there.
+    Seq("UTC" -> "", "America/Los_Angeles" -> "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')").foreach {
+      case (z, properties) =>
+        spark.conf.set("spark.sql.session.timeZone", z)
+        try cases.foreach { case (predicate, (utc, la)) =>
+          val deleted = if (z == "UTC") utc else la
+          val t = freshTable("dmls", s"(id INT, ts TIMESTAMP) USING strata PARTITIONED BY (ts) $properties")
+          spark.sql(s"INSERT INTO $t VALUES " + instants.map { case (id, ts) =>
+            s"($id, ${if (ts.isEmpty) "NULL" else s"TIMESTAMP'$ts'"})" }.mkString(", "))
+          spark.sql(s"DELETE FROM $t WHERE $predicate")
+          assert(rowsOf(t, "id").map(_.getInt(0)).toSet == instants.map(_._1).toSet -- deleted, s"$predicate in $z")
+          val (added, removed) = changes(t, version(t))
+          assert(added.isEmpty && removed.size == deleted.size, s"$predicate in $z: not a partition-only delete")
+        } finally spark.conf.set("spark.sql.session.timeZone", zone)
+    }
+  }
+
   /** DELETE (rewrite and metadata-only), UPDATE and MERGE through one name of a table. */
   private def exercise(t: String): Unit = {
     spark.sql(s"INSERT INTO $t VALUES (1, 'x', 'a'), (2, 'x', 'a'), (3, 'x', 'b'), (4, 'x', 'c')")

@@ -1,7 +1,7 @@
 package io.strata.shim
 
 import io.strata.SparkTestSession
-import org.apache.spark.sql.catalyst.expressions.{AttributeReference, EqualTo, Literal}
+import org.apache.spark.sql.catalyst.expressions.{AttributeReference, DayOfMonth, DayOfWeek, DayOfYear, EqualTo, Expression, Literal, Quarter, WeekDay, WeekOfYear, YearOfWeek}
 import org.apache.spark.sql.catalyst.util.V2ExpressionBuilder
 import org.apache.spark.sql.connector.expressions.filter.Predicate
 import org.apache.spark.sql.types._
@@ -45,6 +45,23 @@ class V2PredicateSqlSuite extends AnyFunSuite with SparkTestSession {
         }
       } finally spark.conf.set("spark.sql.session.timeZone", "UTC")
     }
+  }
+
+  test("date field functions render as EXTRACT fields Spark's parser knows, selecting the rows the functions do") {
+    // Spark translates these to V2 EXTRACTs with ANSI field names (DAY_OF_WEEK: Monday = 1); its own EXTRACT
+    // spells them DAYOFWEEK_ISO, DOY, YEAROFWEEK.
+    val d = AttributeReference("d", DateType)()
+    val dates = spark.sql("SELECT date_add(DATE'2023-12-20', CAST(id AS INT)) AS d FROM range(0, 30)")
+    def selected(where: String) = dates.where(where).collect().map(_.getDate(0).toString).sorted.toSeq
+    Seq[(String, Expression, Int)](("dayofweek(d)", DayOfWeek(d), 1), ("weekday(d)", WeekDay(d), 0),
+      ("dayofyear(d)", DayOfYear(d), 1), ("extract(YEAROFWEEK FROM d)", YearOfWeek(d), 2024),
+      ("weekofyear(d)", WeekOfYear(d), 52), ("dayofmonth(d)", DayOfMonth(d), 31), ("quarter(d)", Quarter(d), 4))
+      .foreach { case (function, e, value) =>
+        val v2 = new V2ExpressionBuilder(EqualTo(e, Literal(value)), true).build().get.asInstanceOf[Predicate]
+        val sql = V2PredicateSql(v2).getOrElse(fail(s"$function did not render"))
+        val expected = selected(s"$function = $value")
+        assert(expected.nonEmpty && selected(sql) == expected, s"$function = $value as $sql")
+      }
   }
 
   test("timestamps render in UTC with an explicit zone, dates and decimals as their values, not internal numbers") {

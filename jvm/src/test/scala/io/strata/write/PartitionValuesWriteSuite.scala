@@ -90,6 +90,29 @@ class PartitionValuesWriteSuite extends AnyFunSuite with SparkTestSession {
     assert(rows(spark.table(t)) == Seq(Row(1L, "q"), Row(2L, "r")))
   }
 
+  test("an overwrite by a date/time function of a timestamp partition replaces the partitions it names, by zone") {
+    // V2 hands hour(ts) over as EXTRACT(HOUR FROM ts), which must be replaced before Strata evaluates it on the
+    // partition values and on the written rows; V1's replaceWhere is the user's SQL as written (BETWEEN's
+    // replacement shares its operand as a common subexpression, which must be inlined).
+    val existing = "(1, TIMESTAMP'2024-01-01 16:00:00Z'), (2, TIMESTAMP'2024-01-02 00:00:00Z'), " +
+      "(3, TIMESTAMP'2024-01-01 10:00:00Z')" // hours in Los Angeles: 08, 16, 02
+    Seq("UTC" -> Seq(2L, 3L, 10L), "America/Los_Angeles" -> Seq(1L, 3L, 10L)).foreach { case (zone, expected) =>
+      inZone(zone) {
+        val t = freshTable("(id BIGINT, ts TIMESTAMP) USING strata PARTITIONED BY (ts)")
+        spark.sql(s"INSERT INTO $t VALUES $existing")
+        spark.sql(s"INSERT INTO $t REPLACE WHERE hour(ts) = 16 SELECT 10, TIMESTAMP'2024-05-05 16:00:00'")
+        assert(rows(spark.table(t)).map(_.getLong(0)) == expected, s"V2 in $zone")
+
+        val path = tempDir().resolve("t").toString
+        spark.sql(s"SELECT CAST(id AS BIGINT) AS id, ts FROM VALUES $existing AS v(id, ts)")
+          .write.format("strata").partitionBy("ts").save(path)
+        spark.sql("SELECT 10L AS id, TIMESTAMP'2024-05-05 16:00:00' AS ts").write.format("strata").mode("overwrite")
+          .option("replaceWhere", "extract(HOUR FROM ts) BETWEEN 15 AND 16").save(path)
+        assert(rows(spark.read.format("strata").load(path)).map(_.getLong(0)) == expected, s"V1 in $zone")
+      }
+    }
+  }
+
   test("dynamic overwrite replaces a partition another engine spelled differently (delta-rs: zone-less timestamp)") {
     val dir = tempDir()
     val path = dir.resolve("t").toString

@@ -23,7 +23,9 @@ import scala.util.control.NonFatal
 final class DirectCommitProtocol(
     files: JobFiles,
     partitionSchema: StructType,
-    numIndexedCols: Int) extends FileCommitProtocol with Serializable {
+    numIndexedCols: Int,
+    /** A directory under the table root for the files of an unpartitioned write (compaction of one partition). */
+    subdirectory: Option[String] = None) extends FileCommitProtocol with Serializable {
 
   /** Executor side: the relative (unencoded) paths this task attempt created. */
   @transient private var taskFiles: mutable.ArrayBuffer[String] = _
@@ -49,7 +51,7 @@ final class DirectCommitProtocol(
       case DirectCommitProtocol.CountedSuffix(counter, ext) => spec.prefix + files.fileName(split, counter.toInt, ext)
       case other => throw new IllegalStateException(s"Unexpected file name suffix '$other' from Spark's writer.")
     }
-    val relative = dir.fold(name)(d => s"$d/$name")
+    val relative = dir.orElse(subdirectory).fold(name)(d => s"$d/$name")
     taskFiles += relative
     new Path(tableRoot, relative).toString
   }

@@ -1,0 +1,72 @@
+package io.strata.optimize
+
+import io.strata.log.{AddFile, Snapshot}
+import io.strata.table.{PartitionPaths, PartitionValues, TableSchema}
+
+/**
+ * Files of one partition that one Spark job rewrites together, and one commit unit: it commits, or loses to a
+ * concurrent change of one of its files, as a whole. `partitionValues`: the log values the new files get (those of
+ * the group's first file, verbatim: same spelling, NULL stays NULL).
+ */
+final case class OptimizeGroup(index: Int, partitionValues: Map[String, Option[String]], files: Seq[AddFile]) {
+  def bytes: Long = files.iterator.map(_.size).sum
+  def deletionVectors: Int = files.count(_.deletionVector.isDefined)
+  /** Rows a reader sees in the group's files, when every file's statistics count them. */
+  def logicalRows: Option[Long] = {
+    val counts = files.map(_.logicalRows)
+    if (counts.forall(_.isDefined)) Some(counts.flatten.sum) else None
+  }
+  def describe(partitionColumns: Seq[String]): String = {
+    val where = if (partitionColumns.isEmpty) "the table" else
+      "partition " + PartitionPaths.directory(partitionColumns.map(c => c -> partitionValues.getOrElse(c, None)))
+    s"group $index (${files.size} files of $where)"
+  }
+}
+
+/** What one optimize rewrites: groups, and the commits they go in (each a run of whole partitions). */
+final case class OptimizePlan(batches: Seq[Seq[OptimizeGroup]], partitionsSelected: Int, filesSelected: Int) {
+  def groups: Seq[OptimizeGroup] = batches.flatten
+  def isEmpty: Boolean = batches.isEmpty
+}
+
+/**
+ * Chooses the files to rewrite. Bin-packing: in each selected partition, the files below `smallFileSize` (the target
+ * size, except for auto-compaction) and every
+ * file with a deletion vector, smallest first, are packed into bins of at most the target size; a bin with at least
+ * `minInputFiles` files, or any file with a deletion vector, is a group. Z-order: every file of each selected
+ * partition forms one group (delta-spark rewrites single-file partitions too: the rows get sorted).
+ */
+object OptimizePlanner {
+  def plan(snapshot: Snapshot, selected: Map[String, Option[String]] => Boolean, targetFileSize: Long,
+           minInputFiles: Int, zOrder: Boolean, maxCommits: Int, smallFileSize: Long): OptimizePlan = {
+    val partitionSchema = TableSchema.of(snapshot.metadata).partitionSchema
+    val partitionColumns = partitionSchema.fieldNames.toSeq
+    val files = snapshot.files.filter(f => selected(f.partitionValues))
+    // One partition per typed value (files of one partition may spell it differently), in directory order.
+    val partitions = files.groupBy(f => PartitionValues.typedKey(f.partitionValues, partitionSchema)).values.toSeq
+      .map(fs => fs.sortBy(_.path)).sortBy(fs => PartitionPaths.directory(partitionColumns.map(c =>
+        c -> fs.head.partitionValues.getOrElse(c, None))))
+    var next = 0
+    val perPartition: Seq[Seq[OptimizeGroup]] = partitions.map { fs =>
+      val bins = if (zOrder) Seq(fs) else binPack(fs, targetFileSize, minInputFiles, smallFileSize)
+      bins.map { b => next += 1; OptimizeGroup(next, fs.head.partitionValues, b) }
+    }.filter(_.nonEmpty)
+    val perCommit = math.max(1, math.ceil(perPartition.size.toDouble / math.max(1, maxCommits)).toInt)
+    OptimizePlan(perPartition.grouped(perCommit).map(_.flatten).toSeq, partitions.size, files.size)
+  }
+
+  /** The bins worth rewriting among one partition's files (see [[OptimizePlanner]]). */
+  def binPack(files: Seq[AddFile], target: Long, minInputFiles: Int, smallFileSize: Long): Seq[Seq[AddFile]] = {
+    val candidates = files.filter(f => f.size < smallFileSize || f.deletionVector.isDefined).sortBy(f => (f.size, f.path))
+    val bins = Seq.newBuilder[Seq[AddFile]]
+    var bin = Vector.empty[AddFile]
+    var binBytes = 0L
+    candidates.foreach { f =>
+      if (bin.nonEmpty && binBytes + f.size > target) { bins += bin; bin = Vector.empty; binBytes = 0L }
+      bin :+= f
+      binBytes += f.size
+    }
+    if (bin.nonEmpty) bins += bin
+    bins.result().filter(b => b.size >= minInputFiles || b.exists(_.deletionVector.isDefined))
+  }
+}

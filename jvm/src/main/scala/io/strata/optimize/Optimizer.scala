@@ -1,0 +1,274 @@
+package io.strata.optimize
+
+import java.util.concurrent.{Callable, ExecutionException, Executors, Future, ThreadFactory, TimeUnit}
+import java.util.concurrent.atomic.AtomicInteger
+
+import io.strata.log._
+import io.strata.shim.SparkInternals
+import io.strata.write.DataFileStats
+import org.apache.spark.sql.SparkSession
+
+import scala.collection.mutable
+import scala.util.control.NonFatal
+
+/**
+ * What to optimize. `where`: SQL over partition columns choosing the partitions (None: all); `zOrderBy`: data
+ * columns to cluster by (empty: bin-packing); `targetFileSize`: None for the table's `delta.targetFileSize`, else
+ * 128 MiB; `minInputFiles`: bins with fewer files are left alone (unless a file has a deletion vector);
+ * `partitions`: only these partitions (auto-compaction: the ones a commit touched), on top of `where`;
+ * `smallFileSize`: bin-packing candidates are the files below it (default: the target); `maxCommits`: overrides
+ * `spark.strata.optimize.maxCommits`.
+ */
+final case class OptimizeRequest(
+    where: Option[String] = None,
+    zOrderBy: Seq[String] = Nil,
+    targetFileSize: Option[Long] = None,
+    minInputFiles: Int = 2,
+    auto: Boolean = false,
+    partitions: Option[Seq[Map[String, Option[String]]]] = None,
+    smallFileSize: Option[Long] = None,
+    maxCommits: Option[Int] = None)
+
+/** What an optimize did. `conflicts`: each group lost to a concurrent change, with the typed conflict. */
+final case class OptimizeResult(
+    filesRemoved: Long, filesAdded: Long, bytesRemoved: Long, bytesAdded: Long, partitionsOptimized: Long,
+    groupsCommitted: Int, groupsConflicted: Int, versions: Seq[Long],
+    conflicts: Seq[(OptimizeGroup, ConcurrentModificationException)])
+
+object OptimizeResult {
+  val empty: OptimizeResult = OptimizeResult(0, 0, 0, 0, 0, 0, 0, Nil, Nil)
+}
+
+/**
+ * OPTIMIZE: rewrites small files (bin-packing) or every file of the chosen partitions (Z-order) into files of about
+ * the target size, without changing any row. Everything is planned from one snapshot; each group of files is
+ * rewritten by its own Spark job (up to `spark.strata.optimize.maxThreads` at once) and the groups commit in
+ * batches, one per partition (consecutive partitions share a commit when there are more than
+ * `spark.strata.optimize.maxCommits`), each as [[TableOperation.RewriteFiles]]: removes and adds with
+ * `dataChange=false`, so concurrent appends never conflict. A batch that loses to a concurrent commit which removed
+ * one of its files (a DELETE, UPDATE, overwrite, another compaction) gives up exactly the groups whose files were
+ * removed, with the typed conflict, and commits the others; a metadata or protocol change loses the whole batch.
+ */
+object Optimizer {
+  val MaxThreadsKey = "spark.strata.optimize.maxThreads"
+  val MaxCommitsKey = "spark.strata.optimize.maxCommits"
+  val DefaultTargetFileSize: Long = 128L * 1024 * 1024
+  private val logger = org.slf4j.LoggerFactory.getLogger(getClass)
+
+  def run(spark: SparkSession, log: TableLog, request: OptimizeRequest): OptimizeResult = {
+    val snapshot = log.snapshot()
+    val name = log.tablePath.toString
+    ProtocolSupport.checkWritable(snapshot.protocol, snapshot.metadata, name)
+    val settings = OptimizeSettings.resolve(spark, snapshot, request)
+    val partitions = request.partitions.map(ps =>
+      io.strata.table.PartitionValues.keySet(ps, io.strata.table.TableSchema.of(snapshot.metadata).partitionSchema))
+    val plan = OptimizePlanner.plan(snapshot, v => settings.selects(v) && partitions.forall(_.contains(v)),
+      settings.targetFileSize, request.minInputFiles, settings.zOrderBy.nonEmpty,
+      request.maxCommits.getOrElse(conf(spark, MaxCommitsKey, 10)),
+      request.smallFileSize.getOrElse(settings.targetFileSize))
+    if (plan.isEmpty) return OptimizeResult.empty
+    new Run(spark, log, snapshot, plan, settings, request.auto).execute()
+  }
+
+  private def conf(spark: SparkSession, key: String, default: Int): Int = spark.conf.getOption(key).map { v =>
+    v.trim.toIntOption.filter(_ > 0).getOrElse(throw new InvalidTableOperationException(
+      s"Session conf $key has invalid value '$v': it must be a whole number > 0."))
+  }.getOrElse(default)
+
+  private final class Run(spark: SparkSession, log: TableLog, snapshot: Snapshot, plan: OptimizePlan,
+                          settings: OptimizeSettings, auto: Boolean) {
+    private val hadoopConf = log.conf
+    private val partitionColumns = snapshot.metadata.partitionColumns
+    private val committed = mutable.ArrayBuffer.empty[RewrittenGroup]
+    private val conflicts = mutable.ArrayBuffer.empty[(OptimizeGroup, ConcurrentModificationException)]
+    private val versions = mutable.ArrayBuffer.empty[Long]
+    private val settled = mutable.Set.empty[Int] // groups committed or discarded
+
+    def execute(): OptimizeResult = {
+      val threads = math.min(conf(spark, MaxThreadsKey, 8), plan.groups.size)
+      val pool = Executors.newFixedThreadPool(threads, Run.daemonThreads)
+      val numIndexedCols = DataFileStats.numIndexedColumns(snapshot.metadata.configuration)
+      val jobs: Map[Int, Future[RewrittenGroup]] = plan.groups.map { g =>
+        g.index -> pool.submit(new Callable[RewrittenGroup] {
+          override def call(): RewrittenGroup = {
+            SparkSession.setActiveSession(spark)
+            GroupRewrite.run(spark, snapshot, g, settings.targetFileSize, settings.zOrderBy, numIndexedCols)
+          }
+        })
+      }.toMap
+      try {
+        plan.batches.foreach(batch => commit(batch.map(g => await(jobs(g.index)))))
+      } catch {
+        case NonFatal(e) =>
+          jobs.values.foreach(_.cancel(false))
+          pool.shutdown()
+          pool.awaitTermination(10, TimeUnit.MINUTES)
+          // Files of groups that were written but never committed are garbage.
+          jobs.foreach { case (i, f) =>
+            if (!settled(i) && f.isDone && !f.isCancelled) scala.util.Try(f.get()).foreach(_.discard(hadoopConf))
+          }
+          throw e
+      } finally pool.shutdown()
+      val files = committed.map(_.group.files)
+      OptimizeResult(files.map(_.size.toLong).sum, committed.map(_.added.size.toLong).sum,
+        files.flatten.map(_.size).sum, committed.map(_.bytesAdded).sum,
+        committed.map(g => io.strata.table.PartitionValues.typedKey(g.group.partitionValues,
+          io.strata.table.TableSchema.of(snapshot.metadata).partitionSchema)).distinct.size.toLong,
+        committed.size, conflicts.size, versions.sorted.toSeq, conflicts.toSeq)
+    }
+
+    private def await(f: Future[RewrittenGroup]): RewrittenGroup =
+      try f.get() catch { case e: ExecutionException if e.getCause != null => throw e.getCause }
+
+    /** Commits one batch; on a conflict, retries without the groups whose files a winner removed. */
+    private def commit(batch: Seq[RewrittenGroup]): Unit = {
+      var pending = batch
+      while (pending.nonEmpty) {
+        val txn = log.startTransaction(Some(snapshot))
+        val op = TableOperation.RewriteFiles(pending.flatMap(_.group.files), pending.flatMap(_.added))
+        try {
+          val result = txn.commit(op, Nil, operation(pending))
+          versions += result.version
+          committed ++= pending
+          pending.foreach { g => settled += g.group.index; g.afterCommit(hadoopConf) }
+          pending = Nil
+        } catch {
+          case e: ConcurrentModificationException =>
+            val removed = removedSince(snapshot.version)
+            val (lost, rest) = pending.partition(_.group.files.exists(f => removed(abs(f.path))))
+            val gone = if (lost.isEmpty) pending else lost
+            gone.foreach { g =>
+              logger.warn(s"OPTIMIZE of ${log.tablePath}: ${g.group.describe(partitionColumns)} not committed: " +
+                e.getMessage)
+              g.discard(hadoopConf)
+              settled += g.group.index
+              conflicts += (g.group -> e)
+            }
+            pending = if (lost.isEmpty) Nil else rest
+          case e: StrataException => // raised before the version file was created: the files are unreferenced
+            pending.foreach { g => g.discard(hadoopConf); settled += g.group.index }
+            throw e
+        }
+      }
+    }
+
+    private def abs(path: String): String = Snapshot.absolutePath(log.tablePath, path).toString
+
+    /** Files removed by the commits after the planned snapshot (ours remove none of a pending group's files). */
+    private def removedSince(version: Long): Set[String] = {
+      val latest = log.snapshot().version
+      (version + 1 to latest).iterator.flatMap(v => log.readCommit(v)).collect { case r: RemoveFile => abs(r.path) }
+        .toSet
+    }
+
+    private def operation(groups: Seq[RewrittenGroup]): Operation = {
+      val sizes = groups.flatMap(_.added).map(_.size).sorted
+      def pct(q: Double): Long = if (sizes.isEmpty) 0L else sizes(math.min(sizes.size - 1, (q * sizes.size).toInt))
+      val removed = groups.flatMap(_.group.files)
+      val metrics = Map(
+        "numRemovedFiles" -> removed.size.toLong,
+        "numAddedFiles" -> sizes.size.toLong,
+        "numRemovedBytes" -> removed.map(_.size).sum,
+        "numAddedBytes" -> sizes.sum,
+        "minFileSize" -> sizes.headOption.getOrElse(0L),
+        "p25FileSize" -> pct(0.25),
+        "p50FileSize" -> pct(0.5),
+        "p75FileSize" -> pct(0.75),
+        "maxFileSize" -> sizes.lastOption.getOrElse(0L),
+        "numDeletionVectorsRemoved" -> removed.count(_.deletionVector.isDefined).toLong)
+      val json = ActionCodec.mapper
+      Operation("OPTIMIZE", Map(
+        "predicate" -> json.writeValueAsString(settings.predicateSql.toArray),
+        "zOrderBy" -> json.writeValueAsString(settings.zOrderBy.toArray),
+        "clusterBy" -> "[]",
+        "auto" -> auto.toString), metrics)
+    }
+  }
+
+  private object Run {
+    private val count = new AtomicInteger()
+    val daemonThreads: ThreadFactory = (r: Runnable) => {
+      val t = new Thread(r, s"strata-optimize-${count.incrementAndGet()}")
+      t.setDaemon(true)
+      t
+    }
+  }
+}
+
+/** An optimize's checked settings: the partitions it selects, Z-order columns as the table spells them, target. */
+final case class OptimizeSettings(selects: Map[String, Option[String]] => Boolean, predicateSql: Seq[String],
+                                  zOrderBy: Seq[String], targetFileSize: Long)
+
+object OptimizeSettings {
+  private def invalid(argument: String, what: String, expected: String) =
+    new InvalidTableOperationException(s"CALL optimize: argument $argument $what; expected $expected.")
+
+  def resolve(spark: SparkSession, snapshot: Snapshot, request: OptimizeRequest): OptimizeSettings = {
+    val table = io.strata.table.TableSchema.of(snapshot.metadata)
+    val parts = table.partitionColumns
+    val columns = table.schema.fieldNames.toSeq
+    val (selects, predicateSql) = request.where.map(_.trim).filter(_.nonEmpty) match {
+      case None => ((_: Map[String, Option[String]]) => true, Seq.empty[String])
+      case Some(w) =>
+        if (parts.isEmpty) throw invalid("where", s"('$w') selects partitions, but the table is not partitioned",
+          "no where argument: optimize the whole table")
+        val others = SparkInternals.referencedColumns(w).filterNot(c => parts.exists(_.equalsIgnoreCase(c)))
+        if (others.nonEmpty) throw invalid("where", s"('$w') refers to ${others.mkString(", ")}, which " +
+          (if (others.size == 1) "is not a partition column" else "are not partition columns"),
+          s"a predicate over the partition columns only (${parts.mkString(", ")})")
+        (SparkInternals.partitionMatcher(spark, w, table.partitionSchema),
+          Seq(SparkInternals.predicateSql(spark, w, table.partitionSchema)))
+    }
+    val numIndexed = DataFileStats.numIndexedColumns(snapshot.metadata.configuration)
+    val dataFields = table.schema.fields.filterNot(f => parts.contains(f.name))
+    val zOrderBy = request.zOrderBy.map { c =>
+      val name = columns.find(_.equalsIgnoreCase(c.trim)).getOrElse(throw invalid("zorder_by",
+        s"names column '$c', which the table does not have", s"data columns of the table (${columns.filterNot(
+          parts.contains).mkString(", ")})"))
+      if (parts.contains(name)) throw invalid("zorder_by", s"names partition column '$name' (every file holds one " +
+        "value of it, so ordering by it changes nothing)", s"data columns (${columns.filterNot(parts.contains)
+        .mkString(", ")})")
+      val field = table.schema(name)
+      if (!io.strata.shim.ZOrder.orderable(field.dataType)) throw invalid("zorder_by", s"names column '$name' of " +
+        s"type ${field.dataType.sql}", "columns of atomic types (numbers, strings, dates, timestamps, booleans, binary)")
+      val leaf = dataFields.takeWhile(_.name != name).map(f => leaves(f.dataType)).sum
+      if (leaf >= numIndexed) throw invalid("zorder_by", s"names column '$name', which has no statistics (the " +
+        s"table keeps them for its first $numIndexed leaf columns, delta.dataSkippingNumIndexedCols; '$name' is " +
+        s"number ${leaf + 1}), so Z-ordering by it would skip no file", "columns with statistics, or raise " +
+        "delta.dataSkippingNumIndexedCols first")
+      name
+    }
+    val dup = zOrderBy.groupBy(identity).collectFirst { case (c, cs) if cs.size > 1 => c }
+    dup.foreach(c => throw invalid("zorder_by", s"names column '$c' twice", "each column once"))
+    if (zOrderBy.size > 31) throw invalid("zorder_by", s"names ${zOrderBy.size} columns", "at most 31")
+    val target = request.targetFileSize.getOrElse(tableTarget(snapshot.metadata.configuration))
+    OptimizeSettings(selects, predicateSql, zOrderBy, target)
+  }
+
+  private def leaves(dt: org.apache.spark.sql.types.DataType): Int = dt match {
+    case s: org.apache.spark.sql.types.StructType => s.fields.map(f => leaves(f.dataType)).sum
+    case a: org.apache.spark.sql.types.ArrayType => leaves(a.elementType)
+    case m: org.apache.spark.sql.types.MapType => leaves(m.keyType) + leaves(m.valueType)
+    case _ => 1
+  }
+
+  /** `delta.targetFileSize` (bytes, or with a unit: `64mb`, `1g`), else 128 MiB. */
+  def tableTarget(properties: Map[String, String]): Long = properties.get("delta.targetFileSize") match {
+    case None => Optimizer.DefaultTargetFileSize
+    case Some(v) =>
+      val Unit = """(?i)^\s*(\d+)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib|t|tb|tib)?\s*$""".r
+      v match {
+        case Unit(n, u) =>
+          val scale = Option(u).map(_.toLowerCase.head) match {
+            case Some('k') => 1L << 10; case Some('m') => 1L << 20; case Some('g') => 1L << 30
+            case Some('t') => 1L << 40; case _ => 1L
+          }
+          val bytes = BigInt(n) * scale
+          if (bytes <= 0 || bytes > Long.MaxValue) throw new InvalidTableOperationException(
+            s"Table property delta.targetFileSize has invalid value '$v': it must be a size > 0.")
+          bytes.toLong
+        case _ => throw new InvalidTableOperationException(s"Table property delta.targetFileSize has invalid value " +
+          s"'$v': it must be a number of bytes, optionally with a unit (134217728, 128mb, 1g).")
+      }
+  }
+}
