@@ -8,7 +8,11 @@ import io.strata.write.WriteMode
 import io.strata.write.v1.V1TableWriter
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.{DataFrame, SQLContext, SaveMode}
-import org.apache.spark.sql.sources.{BaseRelation, CreatableRelationProvider, DataSourceRegister, RelationProvider}
+import org.apache.spark.sql.sources.{BaseRelation, CreatableRelationProvider, DataSourceRegister, RelationProvider,
+  StreamSinkProvider}
+import org.apache.spark.sql.execution.streaming.Sink
+import org.apache.spark.sql.streaming.OutputMode
+import io.strata.write.streaming.{StrataSink, StreamingWrites}
 import org.apache.spark.sql.connector.catalog.{Table, TableCapability, TableProvider}
 import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.types.StructType
@@ -17,11 +21,12 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import scala.jdk.CollectionConverters._
 
 /**
- * `format("strata")`: path-based reads and the DataSource V1 write path
- * (DataFrameWriter -> CreatableRelationProvider -> FileFormatWriter -> one log commit).
+ * `format("strata")`: path-based reads, the DataSource V1 write path
+ * (DataFrameWriter -> CreatableRelationProvider -> FileFormatWriter -> one log commit) and the streaming sink of path
+ * tables (StreamSinkProvider -> [[io.strata.write.streaming.StrataSink]], one such write per micro-batch).
  */
 class StrataDataSource extends DataSourceRegister with CreatableRelationProvider with RelationProvider
-    with TableProvider {
+    with TableProvider with StreamSinkProvider {
   override def shortName(): String = "strata"
 
   // As a TableProvider, `USING strata` in the session catalog is planned as a DataSource V2 table (served by
@@ -57,7 +62,7 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
         s"Table ${log.tablePath} already exists (save mode ErrorIfExists). Use mode 'append' or 'overwrite'.")
       case SaveMode.Ignore if exists => // nothing to do
       case _ =>
-        if (!exists) refuseForeignFiles(log)
+        if (!exists) StrataDataSource.refuseForeignFiles(log)
         V1TableWriter.write(log, data, writeMode(sqlContext, mode, options), options, existing)
     }
     SnapshotReader.relation(sqlContext.sparkSession, log.snapshot()) // the cache has it: no replay
@@ -89,8 +94,42 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
     TableLog.forPath(new Path(path), SparkInternals.hadoopConf(sqlContext.sparkSession, Map.empty))
   }
 
+  /**
+   * `writeStream.format("strata").start(path)`: the V1 sink, whose micro-batches go through the V1 write path like a
+   * DataFrameWriter append (partitionBy reaches only this interface: Spark passes no partitioning to a TableProvider's
+   * streaming table). Output mode and options are checked here, when the query starts.
+   */
+  override def createSink(sqlContext: SQLContext, parameters: Map[String, String], partitionColumns: Seq[String],
+                          outputMode: OutputMode): Sink = {
+    val original = SparkInternals.originalOptions(parameters)
+    val path = original.find(_._1.equalsIgnoreCase(StrataOptions.Path)).map(_._2).getOrElse(
+      throw new InvalidTableOperationException("A path is required: use .start(path), or .toTable(name)."))
+    val mode = StreamingWrites.writeMode(outputMode, path)
+    val options = StreamingWrites.parse(original, catalog = false)
+    new StrataSink(path, if (partitionColumns.isEmpty) options else options.copy(partitionColumns = Some(partitionColumns)),
+      mode)
+  }
+}
+
+object StrataDataSource {
+  /**
+   * Like the check below, but for a write that may follow an earlier attempt of itself which died before
+   * creating the table: files for which `ours` holds (by name, in any directory) are that attempt's, not foreign.
+   */
+  private[strata] def refuseForeignFiles(log: TableLog, ours: String => Boolean): Unit = {
+    val fs = log.tablePath.getFileSystem(log.conf)
+    def foreign(dir: Path): Option[String] = fs.listStatus(dir).iterator
+      .filterNot(st => st.getPath.getName.startsWith("_") || st.getPath.getName.startsWith("."))
+      .map(st => if (st.isDirectory) foreign(st.getPath) else Some(st.getPath.getName).filterNot(ours))
+      .collectFirst { case Some(name) => name }
+    if (fs.exists(log.tablePath)) foreign(log.tablePath).foreach { name =>
+      throw new InvalidTableOperationException(s"${log.tablePath} holds files ($name) but no Strata/Delta log. " +
+        "Write to an empty or new location.")
+    }
+  }
+
   /** A new table must not be created over files that are not part of any table: they would silently mix. */
-  private def refuseForeignFiles(log: TableLog): Unit = {
+  private[strata] def refuseForeignFiles(log: TableLog): Unit = {
     val fs = log.tablePath.getFileSystem(log.conf)
     if (fs.exists(log.tablePath)) {
       val visible = fs.listStatus(log.tablePath).map(_.getPath.getName)
@@ -100,9 +139,7 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
           "but no Strata/Delta log. Write to an empty or new location.")
     }
   }
-}
 
-object StrataDataSource {
   /** The V2 face of a path table: no capabilities, so Spark uses the V1 relation provider for it. */
   final class PathTable(tableSchema: StructType) extends Table {
     override def name(): String = "strata path table"

@@ -4,7 +4,9 @@ import java.util
 
 import io.strata.log.{ProtocolSupport, Snapshot, TableLog}
 import io.strata.shim.SparkInternals
-import io.strata.write.v2.StrataWriteBuilder
+import io.strata.write.v2.{StrataStreamingWriteBuilder, StrataWriteBuilder}
+import io.strata.write.streaming.SinkProgress
+import org.apache.spark.sql.connector.read.streaming.ReportsSinkMetrics
 import org.apache.spark.sql.connector.write.{LogicalWriteInfo, WriteBuilder}
 import io.strata.read.{SnapshotRead, SnapshotReader}
 import io.strata.config.StrataOptions
@@ -27,7 +29,7 @@ import scala.jdk.CollectionConverters._
 /** A Strata table as DataSource V2 sees it, pinned to one snapshot. Reads go through Spark's Parquet scan. */
 final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val timeTravel: Boolean = false)
     extends Table with SupportsRead with SupportsWrite with SnapshotRead with SupportsRowLevelOperations
-    with SupportsDeleteV2 with SupportsMetadataColumns {
+    with SupportsDeleteV2 with SupportsMetadataColumns with ReportsSinkMetrics {
   override def readTablePath: org.apache.hadoop.fs.Path = snapshot.tablePath
   override def readVersion: Long = snapshot.version
   private val table = TableSchema.of(snapshot.metadata)
@@ -44,13 +46,22 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
       snapshot.metadata.description.map(TableCatalog.PROP_COMMENT -> _)).asJava
   override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(TableCapability.BATCH_READ,
     TableCapability.BATCH_WRITE, TableCapability.TRUNCATE, TableCapability.OVERWRITE_BY_FILTER,
-    TableCapability.OVERWRITE_DYNAMIC, TableCapability.AUTOMATIC_SCHEMA_EVOLUTION)
+    TableCapability.OVERWRITE_DYNAMIC, TableCapability.AUTOMATIC_SCHEMA_EVOLUTION, TableCapability.STREAMING_WRITE)
 
   /**
    * Writes start their transaction from the snapshot the statement was analyzed against (no second load); the
-   * commits that land after it are checked as concurrent winners.
+   * commits that land after it are checked as concurrent winners. A streaming query's micro-batch (the write carries
+   * the id of the query running on this thread; a batch write inside foreachBatch has an id of its own) starts from
+   * the latest snapshot instead: this table object serves the whole query.
    */
-  override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = new StrataWriteBuilder(log, info, snapshot)
+  override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder =
+    if (SparkInternals.streamingQueryId(SparkSession.active).contains(info.queryId())) {
+      new StrataStreamingWriteBuilder(log, info, sinkProgress)
+    } else new StrataWriteBuilder(log, info, snapshot)
+
+  /** As a streaming sink: the last micro-batch's numbers, for StreamingQueryProgress. */
+  private val sinkProgress = new SinkProgress
+  override def metrics(): util.Map[String, String] = sinkProgress.metrics
 
   private def log: TableLog = TableLog.forPath(snapshot.tablePath, SparkInternals.hadoopConf(SparkSession.active, Map.empty))
 

@@ -130,8 +130,8 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
       while (true) {
         put(version, lines) match {
           case Transaction.Landed =>
-            if (version == readVersion + 1) remember(version, body)
-            postCommit(version, meta)
+            val after = if (version == readVersion + 1) remember(version, body) else None
+            postCommit(version, meta, after)
             return CommitResult(version, attempt, info)
           case Transaction.NotWritten(e) =>
             ioFailures += 1
@@ -161,16 +161,19 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
    * The table after this commit, when it directly follows the version read (no winner in between): the read
    * snapshot plus this commit's actions, cached so the next load of the table needs no replay.
    */
-  private def remember(version: Long, body: Seq[Action]): Unit = readSnapshot.foreach { s =>
+  private def remember(version: Long, body: Seq[Action]): Option[Snapshot] = readSnapshot.flatMap { s =>
     try {
       val replay = Snapshot.Replay.from(s)
       body.foreach(replay.apply)
       val file = FileNames.deltaFile(log.logPath, version)
       val status = log.store.fs.getFileStatus(file)
       val seg = s.segment
-      SnapshotCache.put(log.tablePath.toString, replay.result(version, seg.copy(version = version,
-        commitFiles = seg.commitFiles :+ status.getPath, lastCommitTimestamp = status.getModificationTime)), Some(status))
-    } catch { case NonFatal(e) => Transaction.logger.debug(s"Not caching version $version of ${log.tablePath}", e) }
+      val after = replay.result(version, seg.copy(version = version,
+        commitFiles = seg.commitFiles :+ status.getPath, lastCommitTimestamp = status.getModificationTime))
+      SnapshotCache.put(log.tablePath.toString, after, Some(status))
+      rememberedCommit = Some(status)
+      Some(after)
+    } catch { case NonFatal(e) => Transaction.logger.debug(s"Not caching version $version of ${log.tablePath}", e); None }
   }
 
   /** One attempt to create `version`. After an I/O error the version is read back: our txnId says whether it landed. */
@@ -236,12 +239,30 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     CommitInfo(o)
   }
 
-  private def postCommit(version: Long, meta: Metadata): Unit = {
+  /** The commit file [[remember]] cached the new version from. */
+  private var rememberedCommit: Option[org.apache.hadoop.fs.FileStatus] = None
+
+  /**
+   * Writes the checkpoint when `version` is due one. `after`: the table at `version` when this commit directly
+   * followed the version read; it is checkpointed as is (no log replay), and stays cached with the new checkpoint as
+   * its segment, which is what a full load would choose now: the next transaction reads no log file at all.
+   */
+  private def postCommit(version: Long, meta: Metadata, after: Option[Snapshot]): Unit = {
     val interval = TableLog.checkpointInterval(meta.configuration)
     if (version > 0 && version % interval == 0) {
       // A checkpoint only speeds up reading; the commit has landed whatever happens here.
-      val checkpointed = try { val s = log.snapshotAt(version); log.checkpoint(s); Some(s) } catch {
+      val checkpointed = try {
+        val s = after.getOrElse(log.snapshotAt(version))
+        log.checkpoint(s)
+        Some(s)
+      } catch {
         case NonFatal(e) => Transaction.logger.warn(s"Checkpoint of version $version of ${log.tablePath} failed", e); None
+      }
+      for (a <- checkpointed; _ <- after; status <- rememberedCommit) {
+        val segment = LogSegment(version, Some(version), Seq(FileNames.checkpointFile(log.logPath, version)), Nil,
+          a.segment.lastCommitTimestamp)
+        SnapshotCache.put(log.tablePath.toString, new Snapshot(a.tablePath, version, segment, a.protocol, a.metadata,
+          a.files, a.tombstones, a.transactions, a.domains), Some(status))
       }
       // Expired log files go after a new checkpoint (delta.enableExpiredLogCleanup, as delta-spark does).
       if (checkpointed.isDefined && LogCleanup.automatic(meta)) {

@@ -163,6 +163,31 @@ object SparkInternals {
       options = options + (org.apache.spark.sql.catalyst.util.DateTimeUtils.TIMEZONE_OPTION -> "UTC"))
   }
 
+  /**
+   * The rows of one streaming micro-batch as a plain batch DataFrame (what Spark's own foreachBatch sink does): the
+   * batch's incremental plan, stateful operators included, runs once as the RDD under a non-streaming relation, so
+   * the write may project, check and repartition it like any batch input.
+   */
+  def microBatchRows(data: DataFrame): DataFrame =
+    data.sparkSession.baseRelationToDataFrame(new MicroBatchRelation(data.sparkSession.sqlContext, data.schema,
+      data.queryExecution.toRdd))
+
+  /**
+   * On the thread running a streaming query's micro-batch: its batch id (a local property Spark sets before it plans
+   * the batch). None elsewhere, and in continuous processing.
+   */
+  def microBatchId(spark: SparkSession): Option[Long] = {
+    val sc = spark.sparkContext
+    val continuous = Option(sc.getLocalProperty(
+      org.apache.spark.sql.execution.streaming.runtime.StreamExecution.IS_CONTINUOUS_PROCESSING)).contains("true")
+    if (continuous) None else Option(sc.getLocalProperty(
+      org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution.BATCH_ID_KEY)).flatMap(_.toLongOption)
+  }
+
+  /** On a streaming query's thread: the query's id (stable across restarts from the same checkpoint). */
+  def streamingQueryId(spark: SparkSession): Option[String] = Option(spark.sparkContext.getLocalProperty(
+    org.apache.spark.sql.execution.streaming.runtime.StreamExecution.QUERY_ID_KEY))
+
   /** A relation that reads the given files with Spark's vectorized Parquet reader (partition pruning included). */
   def parquetRelation(spark: SparkSession, index: FileIndex, partitionSchema: StructType, dataSchema: StructType,
                       options: Map[String, String]): BaseRelation =
@@ -252,4 +277,18 @@ object WriteFaults {
     val firstAttempt = Option(org.apache.spark.TaskContext.get()).forall(_.attemptNumber() == 0)
     new WriteFaults(if (firstAttempt) n else 0L)
   }
+}
+
+/**
+ * A micro-batch's rows as a relation: the RDD of its incremental plan, handed over in Spark's internal row format
+ * (`needConversion = false`), as Spark's foreachBatch sink does with a private relation.
+ */
+final class MicroBatchRelation(context: org.apache.spark.sql.SQLContext, rowSchema: StructType,
+                               rows: org.apache.spark.rdd.RDD[InternalRow])
+    extends BaseRelation with org.apache.spark.sql.sources.TableScan {
+  override def sqlContext: org.apache.spark.sql.SQLContext = context
+  override def schema: StructType = rowSchema
+  override def needConversion: Boolean = false
+  override def buildScan(): org.apache.spark.rdd.RDD[org.apache.spark.sql.Row] =
+    rows.asInstanceOf[org.apache.spark.rdd.RDD[org.apache.spark.sql.Row]]
 }

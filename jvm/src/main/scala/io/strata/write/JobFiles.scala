@@ -20,8 +20,7 @@ import scala.util.control.NonFatal
  * killed or lost) leaves the file it had open, and Spark reruns the task. Each task reports whether it was such a
  * rerun ([[JobFiles.isRerun]]); when one was, the commit is followed by the same sweep, keeping the files it added.
  */
-final class JobFiles(val tableRoot: String) extends Serializable {
-  val token: String = UUID.randomUUID().toString
+final class JobFiles(val tableRoot: String, val token: String = UUID.randomUUID().toString) extends Serializable {
   private val sparkTag = s"strata-write-$token"
   private val namePattern = s"""part-\\d{5}-$token-[0-9a-f]{8}-c\\d{3}\\..*""".r
 
@@ -57,7 +56,26 @@ final class JobFiles(val tableRoot: String) extends Serializable {
     }.toSet)
   }
 
-  private def sweep(conf: Configuration, waitMs: Long, keep: () => Set[String]): Unit = try {
+  /**
+   * After this job committed `added` as a version of an application transaction ([[JobFiles.forAppVersion]]): deletes
+   * every file that an attempt of the same application version wrote and that the commit did not add: files of
+   * attempts that died without their abort (a driver killed before its log commit) and of this job's dead task
+   * attempts. Only one commit can ever carry that version, so nothing else may reference them. Best effort.
+   */
+  def sweepEarlierAttempts(conf: Configuration, added: Seq[AddFile], waitMs: Long = 120000L): Unit = {
+    val root = new Path(tableRoot)
+    sweep(conf, waitMs, () => added.map(f => io.strata.log.Snapshot.absolutePath(root, f.path)).map { p =>
+      p.getFileSystem(conf).makeQualified(p).toString
+    }.toSet, isAttemptFile)
+  }
+
+  /** A file of any attempt of this job's application version ([[JobFiles.forAppVersion]]). */
+  def isAttemptFile(name: String): Boolean = attemptPattern.matches(name)
+  private val attemptPattern =
+    s"""part-\\d{5}-${token.take(18)}-[0-9a-f]{4}-[0-9a-f]{12}-[0-9a-f]{8}-c\\d{3}\\..*""".r
+
+  private def sweep(conf: Configuration, waitMs: Long, keep: () => Set[String],
+                    matches: String => Boolean = isJobFile): Unit = try {
     JobTasks.awaitTasksEnded(sparkTag, waitMs)
     val root = new Path(tableRoot)
     val fs = root.getFileSystem(conf)
@@ -65,13 +83,21 @@ final class JobFiles(val tableRoot: String) extends Serializable {
     def sweepDir(dir: Path): Unit = fs.listStatus(dir).foreach { st =>
       val name = st.getPath.getName
       if (st.isDirectory) { if (!name.startsWith("_") && !name.startsWith(".")) sweepDir(st.getPath) }
-      else if (isJobFile(name) && !kept(fs.makeQualified(st.getPath).toString)) fs.delete(st.getPath, false)
+      else if (matches(name) && !kept(fs.makeQualified(st.getPath).toString)) fs.delete(st.getPath, false)
     }
     if (fs.exists(root)) sweepDir(root)
   } catch { case NonFatal(_) => }
 }
 
 object JobFiles {
+  /**
+   * The files of one attempt to commit version `version` of application `appId` (a streaming micro-batch): the
+   * token's first half is derived from the two, its second half is random, so every attempt has its own files and a
+   * later attempt can still find an earlier one's.
+   */
+  def forAppVersion(tableRoot: String, appId: String, version: Long): JobFiles =
+    new JobFiles(tableRoot, StreamingBatch.tokenPrefix(appId, version) + UUID.randomUUID().toString.drop(18))
+
   /**
    * Executor side: whether the running task attempt is a rerun (a later attempt of the task, or a task of a
    * resubmitted stage). An earlier attempt may have died without its abort and left a file behind.

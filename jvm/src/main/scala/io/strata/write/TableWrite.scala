@@ -50,6 +50,10 @@ final class TableWrite private (
 
   private var replaced: Option[(Seq[AddFile], FilePredicate)] = None
   private var rowLevelRead: Option[RowLevelRead] = None
+  private var streamingBatch: Option[StreamingBatch] = None
+
+  /** This write is one micro-batch of a streaming query: commitInfo says so (delta-spark's STREAMING UPDATE). */
+  def forStreamingBatch(batch: StreamingBatch): Unit = streamingBatch = Some(batch)
 
   val isNewTable: Boolean = txn.readSnapshot.isEmpty
 
@@ -89,6 +93,7 @@ final class TableWrite private (
    */
   def commit(added: Seq[AddFile], rowCounts: Map[String, Long] = Map.empty,
              rowLevelParams: Map[String, String] = Map.empty): CommitResult = {
+    TestHooks.reached(TestHooks.BeforeCommit)
     val result = commitFiles(added, rowCounts, rowLevelParams)
     afterCommit(result, added ++ rowLevelRead.map(_.files).getOrElse(replaced.map(_._1).getOrElse(Nil)))
     result
@@ -134,7 +139,11 @@ final class TableWrite private (
         case WriteMode.DynamicOverwrite => Map("partitionOverwriteMode" -> "DYNAMIC")
         case _ => Map.empty[String, String]
       })
-    txn.commit(op, appTxn.toSeq, Operation(operationName, params, metrics, options.userMetadata))
+    streamingBatch match {
+      case Some(b) => txn.commit(op, appTxn.toSeq, Operation("STREAMING UPDATE", b.operationParameters, metrics,
+        options.userMetadata))
+      case None => txn.commit(op, appTxn.toSeq, Operation(operationName, params, metrics, options.userMetadata))
+    }
   }
 
   /** Commits an operation the caller built (merge-on-read row changes), with this write's application version. */

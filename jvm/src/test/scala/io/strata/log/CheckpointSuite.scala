@@ -15,14 +15,17 @@ class CheckpointSuite extends AnyFunSuite with LogTestSupport {
     val log = createTable(table) // version 0, default checkpoint interval (10)
     val s0 = log.snapshot()
     val t0 = System.nanoTime()
+    val files = scala.collection.mutable.ArrayBuffer.empty[AddFile]
     (1 to 999).foreach { i =>
       // Each commit goes through Transaction.commit (and its post-commit checkpoints), but starts from a snapshot
-      // that only carries the read version, protocol and metadata a blind append needs: loading the full
-      // snapshot before each of the 999 commits would dominate the test's run time.
-      val read = new Snapshot(s0.tablePath, i - 1L, s0.segment, s0.protocol, s0.metadata, IndexedSeq.empty,
+      // built here (the files committed so far) instead of a load: listing the log before each of the 999 commits
+      // would dominate the test's run time. The snapshot must be the true state: checkpoints are written from it.
+      val read = new Snapshot(s0.tablePath, i - 1L, s0.segment, s0.protocol, s0.metadata, files.toIndexedSeq,
         IndexedSeq.empty, Map.empty, Map.empty)
-      val r = new Transaction(log, Some(read)).commit(Seq(add(f"f$i%04d.parquet")), Operation("WRITE"))
+      val file = add(f"f$i%04d.parquet")
+      val r = new Transaction(log, Some(read)).commit(Seq(file), Operation("WRITE"))
       assert(r.version == i && r.attempts == 1)
+      files += file
     }
     info(f"999 commits in ${(System.nanoTime() - t0) / 1e9}%.1f s")
     val checkpoints = logFileNames(table).flatMap(FileNames.classify).collect { case c: FileNames.CheckpointPart => c.version }
@@ -30,6 +33,7 @@ class CheckpointSuite extends AnyFunSuite with LogTestSupport {
 
     val conf = newConf()
     conf.set(LogStore.implKey("file"), classOf[RecordingLogStore].getName)
+    SnapshotCache.invalidate(log.tablePath.toString) // a load by another process: the committer's cache does not help
     val fresh = TableLog.forPath(hpath(table), conf)
     assert(fresh.store.isInstanceOf[RecordingLogStore])
 

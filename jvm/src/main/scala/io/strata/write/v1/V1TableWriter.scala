@@ -3,7 +3,7 @@ package io.strata.write.v1
 import io.strata.log.{AddFile, CheckConstraints, CommitResult, FilePredicate, StrataException, TableLog}
 import io.strata.read.SnapshotReader
 import io.strata.shim.{InputReads, SparkInternals}
-import io.strata.write.{JobFiles, ReplaceWhereFiles, TableWrite, WriteMode}
+import io.strata.write.{JobFiles, ReplaceWhereFiles, StreamingBatch, TableWrite, WriteMode}
 import io.strata.config.WriteOptions
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.{Column, DataFrame}
@@ -17,20 +17,26 @@ object V1TableWriter {
   /** Test-only: halt the driver JVM after the files are written, right before the log commit. */
   val HaltBeforeCommitKey = "strata.test.haltBeforeCommit"
 
-  /** Writes `data` into the table, starting from `base` (the table as the caller loaded it; None: no table). */
+  /**
+   * Writes `data` into the table, starting from `base` (the table as the caller loaded it; None: no table). None when
+   * the write's application version (txnAppId / txnVersion) was already committed: nothing was written then.
+   * `batch`: `data` is a streaming micro-batch (its options carry the batch's application transaction); its rows
+   * are computed once, by the incremental plan Spark prepared for the batch.
+   */
   def write(log: TableLog, data: DataFrame, mode: WriteMode, options: WriteOptions,
-            base: Option[io.strata.log.Snapshot]): Option[CommitResult] = {
+            base: Option[io.strata.log.Snapshot], batch: Option[StreamingBatch] = None): Option[CommitResult] = {
     val write = TableWrite.begin(log, data.schema, mode, options, Some(base))
     if (write.alreadyCommitted) return None
+    batch.foreach(write.forStreamingBatch)
     write.readInput(InputReads.ofDataFrame(data, log.tablePath, write.schema))
     val spark = data.sparkSession
-    val newRows = aligned(write, data, log)
+    val newRows = aligned(write, if (batch.isDefined) SparkInternals.microBatchRows(data) else data, log)
     val toWrite = mode match {
       case WriteMode.ReplaceWhere(predicate) => newRows.unionByName(replaceWhere(write, predicate, log))
       case _ => newRows
     }
     val root = log.tablePath.toString
-    val jobFiles = new JobFiles(root)
+    val jobFiles = batch.fold(new JobFiles(root))(_.jobFiles(root))
     val committer = new DirectCommitProtocol(jobFiles, write.schema.partitionSchema, write.numIndexedColumns)
     val writerOptions = Map("compression" -> options.compression) ++
       options.maxRecordsPerFile.map(n => "maxRecordsPerFile" -> n.toString)
@@ -46,7 +52,9 @@ object V1TableWriter {
     }
     if (result.alreadyCommitted) { DirectCommitProtocol.deleteFiles(root, files, log.conf); None }
     else {
-      if (committer.hadRerunTasks) jobFiles.sweepAfterCommit(log.conf, files) // what dead attempts left behind
+      // What dead attempts left behind: of this job's tasks, or of an earlier run of this micro-batch.
+      if (batch.exists(_.sweepEarlierAttempts)) jobFiles.sweepEarlierAttempts(log.conf, files)
+      else if (committer.hadRerunTasks) jobFiles.sweepAfterCommit(log.conf, files)
       Some(result)
     }
   }

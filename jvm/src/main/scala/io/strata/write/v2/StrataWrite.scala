@@ -3,8 +3,10 @@ package io.strata.write.v2
 import io.strata.config.{DistributionMode, WriteConf, WriteOptions}
 import io.strata.log.{AddFile, StrataException, TableLog}
 import io.strata.log.CheckConstraints
-import io.strata.shim.{InputReads, MergeClauses, ParquetFiles, PartitionSplitter, RowChecks}
-import io.strata.write.{JobFiles, ReplaceWhereFiles, TableWrite, WriteMode}
+import io.strata.shim.{InputReads, MergeClauses, ParquetFiles, PartitionSplitter, RowAlignment, RowChecks, SparkInternals}
+import io.strata.write.{JobFiles, ReplaceWhereFiles, StreamingBatch, TableWrite, WriteMode}
+import io.strata.write.streaming.{SinkProgress, StreamingWrites}
+import org.apache.spark.sql.connector.write.streaming.StreamingWrite
 import io.strata.write.v1.DirectCommitProtocol
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.distributions.{Distribution, Distributions}
@@ -20,7 +22,8 @@ import scala.jdk.CollectionConverters._
  * orders instead of hashing; `none` asks for nothing and the tasks fan out into one open file per partition.
  * All task files are committed in one log commit.
  */
-final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: TableWrite, onCommit: () => Unit)
+final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: TableWrite, onCommit: () => Unit,
+                        streaming: Option[(StreamingBatch, SinkProgress)] = None)
     extends Write with RequiresDistributionAndOrdering {
   private val mode = tableWrite.mode
   private val options = tableWrite.options
@@ -72,9 +75,20 @@ final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: Table
   }
 
   private lazy val batch = new StrataBatchWrite(log, tableWrite, options,
-    fanout = distributionMode == DistributionMode.None, maxOpenFiles, targetFileSize, onCommit)
+    fanout = distributionMode == DistributionMode.None, maxOpenFiles, targetFileSize, onCommit,
+    streaming.fold(new JobFiles(log.tablePath.toString))(_._1.jobFiles(log.tablePath.toString)),
+    sweepEarlierAttempts = streaming.exists(_._1.sweepEarlierAttempts))
 
   override def toBatch: BatchWrite = batch
+
+  /** One micro-batch of a streaming query ([[StrataStreamingWriteBuilder]]): the batch write behind an epoch. */
+  override def toStreaming: StreamingWrite = streaming match {
+    case Some((b, progress)) => new StrataStreamingWrite(batch, b.batchId, progress,
+      RowAlignment.compile(info.schema(), tableWrite.feeds, log.tablePath.toString,
+        SparkInternals.sessionTimeZone(SparkSession.active)))
+    // Micro-batches come through StrataStreamingWriteBuilder; a streaming write built otherwise is continuous.
+    case None => throw StreamingWrites.continuousRefused(log.tablePath.toString)
+  }
 
   /** Driver-side metrics of the log commit, shown on the write node next to the tasks' files, rows and bytes. */
   override def reportDriverMetrics(): Array[CustomTaskMetric] = batch.committed match {
@@ -99,9 +113,13 @@ object StrataWrite {
   }
 }
 
+/**
+ * The job and the log commit of one write. `sweepEarlierAttempts`: an earlier attempt of this write (a streaming
+ * micro-batch, its files named by [[JobFiles.forAppVersion]]) may have died; after the commit its files are deleted.
+ */
 final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: WriteOptions, fanout: Boolean,
-                             maxOpenFiles: Int, targetFileSize: Long, onCommit: () => Unit) extends BatchWrite {
-  private val jobFiles = new JobFiles(log.tablePath.toString)
+                             maxOpenFiles: Int, targetFileSize: Long, onCommit: () => Unit,
+                             jobFiles: JobFiles, sweepEarlierAttempts: Boolean = false) extends BatchWrite {
 
   override def createBatchWriterFactory(info: PhysicalWriteInfo): DataWriterFactory = {
     // An idempotent write whose application version is already in the table: the rows go nowhere.
@@ -119,6 +137,8 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
   @volatile private[v2] var written: Seq[AddFile] = Nil
 
   @volatile private var rowCounts: Map[String, Long] = Map.empty
+  /** After [[commit]]: its outcome (`alreadyCommitted` when the application version was already in the table). */
+  @volatile private[v2] var result: Option[io.strata.log.CommitResult] = None
 
   /** MERGE passes Spark's row counts (its MergeRows node's metrics); they go into commitInfo. */
   override def commit(messages: Array[WriterCommitMessage], summary: WriteSummary): Unit = {
@@ -149,11 +169,13 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
         InputReads.of(plan, log.tablePath, tableWrite.schema.schema, tableWrite.schema.partitionColumns)))
       val result = tableWrite.commit(files, rowCounts,
         if (tableWrite.mode == WriteMode.RewriteRows("MERGE")) MergeClauses.current() else Map.empty)
+      this.result = Some(result)
       if (result.alreadyCommitted) DirectCommitProtocol.deleteFiles(log.tablePath.toString, files, log.conf)
       else {
         committed = Some((result, (System.nanoTime() - start) / 1000000L))
         // A rerun task means an attempt may have died without its abort: delete what it left behind.
-        if (messages.exists { case m: StrataTaskCommit => m.rerun; case _ => false }) {
+        if (sweepEarlierAttempts) jobFiles.sweepEarlierAttempts(log.conf, files)
+        else if (messages.exists { case m: StrataTaskCommit => m.rerun; case _ => false }) {
           jobFiles.sweepAfterCommit(log.conf, files)
         }
       }

@@ -16,8 +16,10 @@ import scala.jdk.CollectionConverters._
 final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo, base: Snapshot) extends WriteBuilder
     with SupportsOverwriteV2 with SupportsDynamicOverwrite {
   private var mode: WriteMode = WriteMode.Append
+  // Spark's stream writer options reach here only from a continuous query, refused by StrataWrite.toStreaming.
   private val options: WriteOptions = StrataOptions.parseCatalogWrite(
-    info.options().asCaseSensitiveMap().asScala.toMap, org.apache.spark.sql.SparkSession.active.conf.getOption)
+    io.strata.write.streaming.StreamingWrites.withoutSparkOptions(info.options().asCaseSensitiveMap().asScala.toMap),
+    org.apache.spark.sql.SparkSession.active.conf.getOption)
 
   /**
    * Overwrite by filter replaces whole files, so the filter may refer to partition columns only; and it must render

@@ -1,0 +1,26 @@
+package io.strata.write
+
+import java.nio.charset.StandardCharsets
+import java.util.UUID
+
+/**
+ * One micro-batch of a streaming write into a table. Its commit carries the application transaction (`appId`,
+ * version `batchId`), so a replayed batch is recognized inside the commit's conflict check. `sweepEarlierAttempts`:
+ * an earlier attempt of this very batch may have died without cleaning up (the first batch a restarted query
+ * commits), so after the commit the files of earlier attempts are deleted ([[JobFiles.sweepEarlierAttempts]]).
+ */
+final case class StreamingBatch(appId: String, batchId: Long, queryId: String, outputMode: String,
+                                sweepEarlierAttempts: Boolean) {
+  /** delta-spark's parameters of a STREAMING UPDATE commit. */
+  def operationParameters: Map[String, String] =
+    Map("outputMode" -> outputMode, "queryId" -> queryId, "epochId" -> batchId.toString)
+
+  /** The batch's data files: named after the batch, so that a later attempt of it finds what this one left. */
+  def jobFiles(tableRoot: String): JobFiles = JobFiles.forAppVersion(tableRoot, appId, batchId)
+}
+
+object StreamingBatch {
+  /** The first 18 characters of the job token of every attempt of (`appId`, `version`). */
+  def tokenPrefix(appId: String, version: Long): String =
+    UUID.nameUUIDFromBytes(s"$appId\u0000$version".getBytes(StandardCharsets.UTF_8)).toString.take(18)
+}

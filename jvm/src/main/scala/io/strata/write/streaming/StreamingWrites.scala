@@ -1,0 +1,87 @@
+package io.strata.write.streaming
+
+import java.util.Locale
+
+import io.strata.config.{StrataOptions, WriteOptions}
+import io.strata.log.{CommitResult, InvalidTableOperationException}
+import io.strata.write.WriteMode
+import org.apache.spark.sql.streaming.OutputMode
+
+import scala.jdk.CollectionConverters._
+
+/** What the streaming sink (path and catalog tables alike) accepts, checked when the query starts. */
+object StreamingWrites {
+  /** Options Spark's DataStreamWriter reads itself; they reach the sink among the write options. */
+  private val SparkStreamOptions = Set("checkpointlocation", "queryname", "asyncprogresstrackingenabled",
+    "asyncprogresstrackingcheckpointintervalms")
+
+  /** `options` without the ones Spark's stream writer consumes. */
+  def withoutSparkOptions(options: Map[String, String]): Map[String, String] =
+    options.filterNot { case (k, _) => SparkStreamOptions(k.toLowerCase(Locale.ROOT)) }
+
+  /**
+   * The write options of a streaming write: those of a batch write, minus the ones that make no sense per micro-batch.
+   * `txnAppId` stands alone here: the version of each commit is its micro-batch id.
+   */
+  def parse(options: Map[String, String], catalog: Boolean): WriteOptions = {
+    val raw = withoutSparkOptions(options)
+    def has(key: String) = raw.keys.exists(_.equalsIgnoreCase(key))
+    if (has(StrataOptions.TxnVersion)) throw new InvalidTableOperationException(
+      s"Option ${StrataOptions.TxnVersion} does not apply to streaming writes: each micro-batch commits with its " +
+        s"batch id as the version. Give ${StrataOptions.TxnAppId} alone to name the application across checkpoints.")
+    Seq(StrataOptions.ReplaceWhere, StrataOptions.PartitionOverwriteMode, StrataOptions.OverwriteSchema).find(has)
+      .foreach { k => throw new InvalidTableOperationException(s"Option '$k' does not apply to streaming writes: " +
+        "output mode 'append' adds each micro-batch's rows, 'complete' replaces all rows of the table with them.") }
+    val appId = raw.collectFirst { case (k, v) if k.equalsIgnoreCase(StrataOptions.TxnAppId) => v }
+    appId.foreach(a => if (a.trim.isEmpty) throw new InvalidTableOperationException(
+      s"Option '${StrataOptions.TxnAppId}' has invalid value '$a': it must be a non-empty application id."))
+    val rest = raw.filterNot(_._1.equalsIgnoreCase(StrataOptions.TxnAppId))
+    // The session's txnAppId / txnVersion confs are for batch SQL (foreachBatch); the stream's own ids rule here.
+    val parsed = if (catalog) StrataOptions.parseCatalogWrite(rest, _ => None) else StrataOptions.parseWrite(rest)
+    parsed.copy(txnAppId = appId)
+  }
+
+  /** The table-level meaning of an output mode; update mode is refused with the modes that work. */
+  def writeMode(mode: OutputMode, table: String): WriteMode =
+    if (mode == OutputMode.Append()) WriteMode.Append
+    else if (mode == OutputMode.Complete()) WriteMode.Overwrite
+    else throw new InvalidTableOperationException(s"Strata's streaming sink (table $table) supports the output " +
+      s"modes 'append' (each micro-batch's rows are added) and 'complete' (each micro-batch replaces all rows of the " +
+      s"table), not '${mode.toString.toLowerCase(Locale.ROOT)}'. To update rows by key, write each micro-batch with " +
+      "foreachBatch and MERGE INTO, made idempotent by txnAppId/txnVersion.")
+
+  def continuousRefused(table: String): InvalidTableOperationException = new InvalidTableOperationException(
+    s"Strata's streaming sink (table $table) runs micro-batches (triggers processingTime, availableNow, once); " +
+      "continuous processing is not supported.")
+
+  /** The output mode's name in commitInfo (delta-spark's spelling). */
+  def outputModeName(mode: WriteMode): String = if (mode == WriteMode.Overwrite) "Complete" else "Append"
+}
+
+/**
+ * The sink's numbers for StreamingQueryProgress (`sink.metrics`, through ReportsSinkMetrics): those of the last
+ * micro-batch: its id, the table version it committed, files, rows and bytes it added, whether it was skipped
+ * because the table already held it (a replay). Also remembers whether this run of the query committed a batch yet:
+ * the first one cleans up after an earlier attempt that may have died.
+ */
+final class SinkProgress {
+  @volatile private var last: Map[String, String] = Map.empty
+  @volatile private var committedThisRun = false
+
+  /** True until the first micro-batch of this run commits. */
+  def firstCommitOfRun: Boolean = !committedThisRun
+
+  /** `result`: None when the batch was skipped before writing (its version was already in the table). */
+  def record(batchId: Long, result: Option[CommitResult]): Unit = {
+    val skipped = result.forall(_.alreadyCommitted)
+    if (!skipped) committedThisRun = true
+    val metrics = result.filterNot(_.alreadyCommitted).flatMap(r => Option(r.commitInfo.json.get("operationMetrics")))
+    def count(name: String) = metrics.flatMap(m => Option(m.get(name))).map(_.asText).getOrElse("0")
+    last = Map("batchId" -> batchId.toString, "skipped" -> skipped.toString,
+      "numFiles" -> count("numFiles"), "numOutputRows" -> count("numOutputRows"),
+      "numOutputBytes" -> count("numOutputBytes")) ++
+      result.filterNot(_.alreadyCommitted).map(r => "tableVersion" -> r.version.toString)
+  }
+
+  def metrics: java.util.Map[String, String] = last.asJava
+}
