@@ -52,12 +52,7 @@ object CleanupLogProcedure extends StrataProcedure {
   protected def run(spark: SparkSession, args: ProcedureArgs): Seq[Row] = {
     val table = ProcedureTable.resolve(spark, args.requiredString("table"))
     val tableRetention = LogCleanup.retentionMillis(table.log.snapshot().metadata)
-    val retention = args.double("retention_hours") match {
-      case None => tableRetention
-      case Some(h) if h.isNaN || h.isInfinite || h < 0 =>
-        throw args.invalid("retention_hours", s"is $h", "a number of hours >= 0")
-      case Some(h) => (h * HourMillis).toLong
-    }
+    val retention = args.hoursAsMillis("retention_hours", "a number of hours >= 0").getOrElse(tableRetention)
     if (retention < tableRetention && LogCleanupConf.retentionCheck(spark)) {
       throw args.invalid("retention_hours", s"is ${args.double("retention_hours").get}, shorter than the table's " +
         s"${LogCleanup.RetentionKey} (${tableRetention.toDouble / HourMillis} hours): time travel, restore and " +

@@ -69,6 +69,12 @@ final class ProcedureArgs(procedure: String, params: Seq[ProcedureParameter], ro
     })
   }
 
+  /** An hours argument (a retention) in milliseconds; NaN, infinite and negative values are refused. */
+  def hoursAsMillis(name: String, expected: String): Option[Long] = double(name).map { h =>
+    if (h.isNaN || h.isInfinite || h < 0) throw invalid(name, s"is $h", expected)
+    math.round(h * 3600000)
+  }
+
   def requiredString(name: String): String = string(name).getOrElse(throw invalid(name, "is NULL", "a value"))
 
   /** The error for a bad argument: what is wrong and what would be right. */

@@ -26,11 +26,8 @@ object VacuumProcedure extends StrataProcedure {
     optional("dry_run", BooleanType, "list what would be deleted, delete nothing", default = "false"))
 
   protected def run(spark: SparkSession, args: ProcedureArgs): Seq[Row] = {
-    val retentionMs = args.double("retention_hours").map { h =>
-      if (h.isNaN || h.isInfinite || h < 0) throw args.invalid("retention_hours", s"is $h",
-        "a number of hours >= 0, or NULL for the table's delta.deletedFileRetentionDuration")
-      math.round(h * 3600000)
-    }
+    val retentionMs = args.hoursAsMillis("retention_hours",
+      "a number of hours >= 0, or NULL for the table's delta.deletedFileRetentionDuration")
     val dryRun = args.boolean("dry_run").getOrElse(false)
     val table = ProcedureTable.resolve(spark, args.requiredString("table"))
     val settings = VacuumConf.settings(spark.conf.getOption, retentionMs, dryRun)
