@@ -19,8 +19,6 @@ final case class SourceOffset(tableId: String, version: Long, index: Long, initi
     ActionCodec.mapper.writeValueAsString(n)
   }
 
-  /** The next version whose commit is streamed (the initial snapshot's version is only read as a snapshot). */
-  def nextVersion(tableVersion: Long = version): Long = if (initial) version + 1 else version
   /** The position after everything of `version`. */
   def nextUnit: SourceOffset = SourceOffset(tableId, version + 1, 0, initial = false)
   def describe: String = if (initial) s"file $index of the snapshot at version $version" else s"file $index of version $version"
