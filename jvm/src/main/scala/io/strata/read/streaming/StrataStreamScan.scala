@@ -1,7 +1,7 @@
 package io.strata.read.streaming
 
 import io.strata.config.{StartingVersion, StreamReadOptions}
-import io.strata.log.{InvalidTableOperationException, TableLog}
+import io.strata.log.{InvalidTableOperationException, ProtocolSupport, TableLog}
 import io.strata.read.SnapshotReader
 import io.strata.shim.SparkInternals
 import io.strata.table.TableSchema
@@ -28,7 +28,9 @@ final class StrataStreamScan(tablePath: Path, tableName: String, schema: StructT
     val spark = SparkInternals.activeSession
     val parsed = StreamReadOptions.parse(options.asCaseSensitiveMap().asScala.toMap)
     val log = TableLog.forPath(tablePath, SparkInternals.hadoopConf(spark, Map.empty))
-    val metadata = log.snapshot().metadata
+    val snapshot = log.snapshot()
+    ProtocolSupport.checkReadable(snapshot.protocol, tableName) // later protocol changes are checked per commit
+    val metadata = snapshot.metadata
     val tableSchema = TableSchema.of(metadata).schema
     if (tableSchema.fields.map(f => f.name -> f.dataType.catalogString).toSeq !=
         schema.fields.map(f => f.name -> f.dataType.catalogString).toSeq) throw new InvalidTableOperationException(
