@@ -48,7 +48,7 @@ def tables(rnd: int) -> tuple[str, ...]:
 
 def input_files(server: Any, app: ModuleType, batches: int, rows: int) -> Path:
     """`batches` Parquet files of `rows` rows (ids 0 to batches * rows - 1, in file order), written once."""
-    src = server.root / "stream-input" / f"{batches}x{rows}"
+    src: Path = server.root / "stream-input" / f"{batches}x{rows}"
     marker = src.parent / f"{src.name}.complete"
     if marker.exists():
         return src
