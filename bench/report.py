@@ -273,11 +273,11 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
         "`add` actions of its `_delta_log` version; Iceberg: the snapshot summary's `deleted-data-files` and "
         "`added-data-files`); its check also requires 100 data files before the statement and no deletion vector "
         "(delta-spark) or delete file (Iceberg) in the commit.")
-    add("- Workload 10 (streaming): the input files are written once per application, untimed; each round's table is "
-        "created empty (version 0) and its checkpoint directory is new; the warm-up round runs 50 micro-batches "
-        "on 50 files of its own. `spark.sql.streaming.numRecentProgressUpdates` is raised for the query so that "
-        "every batch's progress is kept. A new workload is one more entry in bench/spec.py and its own module "
-        "(bench/dml.py, bench/zorder.py, bench/streaming.py) called from bench/app.py.")
+    if any(w["key"] == report_streaming.KEY for w in record["workloads"]):
+        add("- Workload 10 (streaming): the input files are written once per application, untimed; each round's table is "
+            "created empty (version 0) and its checkpoint directory is new; the warm-up round runs 50 micro-batches "
+            "on 50 files of its own. `spark.sql.streaming.numRecentProgressUpdates` is raised for the query so that "
+            "every batch's progress is kept.")
     add("")
     return "\n".join(out)
 
