@@ -124,7 +124,8 @@ $(VENV)/.installed: $(WHEEL)
 ## ROUNDS (or BENCH_ROUNDS) timed rounds after the warm-up; DML_ROUNDS (or BENCH_DML_ROUNDS) those of workloads 7
 ## (DELETE/UPDATE/MERGE, default 3: each statement needs a fresh table, built untimed).
 ## For a quick look after a change (results marked partial): SYSTEMS=strata-v1,strata-v2 WORKLOADS=append,part100.
-## Results: bench/results/<date>.json, latest.md, latest.png.
+## Results: bench/results/<date>.json, latest.md, latest.png; a workload with a result set of its own run alone
+## (WORKLOADS=zorder, WORKLOADS=streaming: only the applications it needs start) writes into bench/results/<workload>/.
 BENCH_SCALE  ?=
 BENCH_ROUNDS ?= 5
 SCALE        ?= $(BENCH_SCALE)

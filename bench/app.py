@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 
 import dml
 import dml_dv
+import streaming
 import zorder
 from spec import (COMMON_CONF, DELTA_JARS, DISTRIBUTION, DRIVER_MEMORY, ICEBERG_JARS, ICEBERG_TABLE_PROPERTIES,
                   MASTER, WRITER_DRIVER_MEMORY, Sizes)
@@ -433,6 +434,8 @@ class Server:
             return dml_dv.run(self, workload, rnd, sys.modules[__name__])
         if workload in zorder.WORKLOADS:
             return zorder.run(self, workload, rnd, sys.modules[__name__])
+        if workload in streaming.WORKLOADS:
+            return streaming.run(self, workload, rnd, sys.modules[__name__])
         raise ValueError(f"unknown workload {workload}")
 
     # Workload 4's table, built once per system and version (setup) and cached in bench/cache/snapshots.
@@ -497,7 +500,8 @@ class Server:
 
     def cleanup(self, rnd: int) -> Json:
         for name in (f"append_r{rnd}", f"part100_r{rnd}", f"part1000_r{rnd}", f"small_r{rnd}",
-                     f"concurrent_r{rnd}", *dml.tables(rnd), *dml_dv.tables(rnd), *zorder.tables(rnd)):
+                     f"concurrent_r{rnd}", *dml.tables(rnd), *dml_dv.tables(rnd), *zorder.tables(rnd),
+                     *streaming.tables(rnd)):
             for partitioned in (False, True):
                 self.engine.drop(self.engine.table(name, partitioned))
         return {}

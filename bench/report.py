@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import report_dv
+import report_streaming
 import report_zorder
 from spec import CONTROL, LABELS, PEERS, STRATA, SYSTEMS
 
@@ -133,7 +134,7 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
     add("## Ratios at a glance")
     add("")
     add("Median per-round time ratio of Strata to each reference (workload 3: median commit latency; "
-        "workload 6: time for all 100 commits).")
+        "workload 6: time for all 100 commits; workload 10: time for all 200 micro-batches).")
     add("")
     add("| workload | V1 / Parquet | V2 / Parquet | V1 / delta-spark | V2 / delta-spark | V1 / Iceberg | "
         "V2 / Iceberg |")
@@ -150,8 +151,8 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
 
     for w in record["workloads"]:
         key = w["key"]
-        if key in (report_dv.READ, report_zorder.KEY):
-            continue  # in the deletion vector and Z-order sections
+        if key in (report_dv.READ, report_zorder.KEY, report_streaming.KEY):
+            continue  # in the deletion vector, Z-order and streaming sections
         add(f"## {w['title']}")
         add("")
         add(w["definition"] + ".")
@@ -258,6 +259,7 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
 
     out.extend(report_dv.section(record, s))
     out.extend(report_zorder.section(record, s))
+    out.extend(report_streaming.section(record, s))
     add("## Settings")
     add("")
     spark_version = record["versions"]["spark"]
@@ -271,8 +273,11 @@ def markdown(record: Json, json_name: str, s: Summary) -> str:
         "`add` actions of its `_delta_log` version; Iceberg: the snapshot summary's `deleted-data-files` and "
         "`added-data-files`); its check also requires 100 data files before the statement and no deletion vector "
         "(delta-spark) or delete file (Iceberg) in the commit.")
-    add("- Not yet measured: streaming writes; the harness takes a new workload as one more entry in bench/spec.py "
-        "and one more branch in bench/app.py (or its own module, as bench/dml.py).")
+    if any(w["key"] == report_streaming.KEY for w in record["workloads"]):
+        add("- Workload 10 (streaming): the input files are written once per application, untimed; each round's table is "
+            "created empty (version 0) and its checkpoint directory is new; the warm-up round runs 50 micro-batches "
+            "on 50 files of its own. `spark.sql.streaming.numRecentProgressUpdates` is raised for the query so that "
+            "every batch's progress is kept.")
     add("")
     return "\n".join(out)
 
@@ -352,6 +357,7 @@ def render(record: Json, json_name: str, out: Path) -> None:
     s = Summary(record)
     (out / "latest.md").write_text(markdown(record, json_name, s))
     chart(record, s, out / "latest.png")
+    report_streaming.chart(record, s, out / "streaming.png")
 
 
 if __name__ == "__main__":

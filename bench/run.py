@@ -17,7 +17,9 @@ Method
     shorter (4 x 5 appends): delta-spark needs minutes for one cold 4 x 25 round on 2 cores.
   * Workloads 7a-7c (DELETE, UPDATE, MERGE; bench/dml.py), then 8a-8d (bench/dml_dv.py) run in each round, on Strata V2,
     delta-spark and Iceberg, each statement on a fresh 100-file table of N rows created untimed just before it.
-    Workload 9 (Z-order OPTIMIZE, bench/zorder.py; Strata V2 and delta-spark) likewise, in the same rounds.
+    Workload 9 (Z-order OPTIMIZE, bench/zorder.py; Strata V2 and delta-spark) likewise, in the same rounds, and
+    workload 10 (the streaming sink, bench/streaming.py: 200 micro-batches of 1,000 rows into a path table; Strata
+    and delta-spark), whose warm-up round runs 50 micro-batches.
   * Anything that fails (a peer that cannot start, a workload that throws) stops the benchmark with a non-zero exit
     status and the error. Correctness checks (rows and commits after workloads 3, 4, 5, 6 and 7) are recorded with
     every run and shown in latest.md; a failed check of Strata also makes the exit status non-zero, one of a peer
@@ -31,9 +33,12 @@ Knobs
                           on 2 cores: the committed default run (bench/results/2026-11-23.json) took 58.7 minutes,
                           33 of them delta-spark's (27 in workload 6, about 5 minutes a round).
   --rounds / BENCH_ROUNDS timed rounds after the warm-up (default 5).
-  --dml-rounds / BENCH_DML_ROUNDS  timed rounds of workloads 7, 8, 9 (default 3, at most --rounds): each of its statements
+  --dml-rounds / BENCH_DML_ROUNDS  timed rounds of workloads 7-10 (default 3, at most --rounds): each of its statements
                           needs a fresh table of N rows, built untimed, so they cost more wall time than they show.
-  --out                   results folder (default bench/results): <date>.json (every raw run), latest.md, latest.png.
+  --out                   results folder (default bench/results; workloads with a result set of their own, run alone,
+                          bench/results/<set>: zorder, streaming): <date>.json (every raw run), latest.md, latest.png.
+  --workloads / --systems development subsets (the results are marked partial). Without --systems, only Spark
+                          Parquet and the systems the chosen workloads run are started.
 
 Usage: .venv/bin/python bench/run.py [--scale S] [--rounds R]      (or: make bench SCALE=S ROUNDS=R)
 """
@@ -234,7 +239,7 @@ class Bench:
     def round(self, rnd: int) -> None:
         """Workloads 1-5 and 7 on every system."""
         for workload in self.workloads:
-            if workload.key == "concurrent" or ((workload.dml or workload.zorder) and rnd > self.dml_rounds):
+            if workload.key == "concurrent" or (workload.few_rounds and rnd > self.dml_rounds):
                 continue
             for system in rotate(((CONTROL,) if workload.control else ()) + self.systems, rnd):
                 if system == CONTROL:
@@ -297,7 +302,8 @@ def main() -> int:
     ap.add_argument("--dml-rounds", type=int,
                     default=int(os.environ.get("BENCH_DML_ROUNDS") or DEFAULT_DML_ROUNDS),
                     help=f"timed rounds of workloads 7, 8 (DML), at most --rounds (default {DEFAULT_DML_ROUNDS})")
-    ap.add_argument("--out", type=Path, default=BENCH / "results")
+    ap.add_argument("--out", type=Path, help="results folder (default bench/results, or bench/results/<set> for "
+                                             "workloads with a result set of their own run alone)")
     ap.add_argument("--jars", type=Path, default=CACHE / "jars")
     ap.add_argument("--systems", help="development only: a comma-separated subset (parquet always runs); "
                                       "the results are marked partial")
@@ -319,6 +325,12 @@ def main() -> int:
         if wanted - {w.key for w in WORKLOADS}:
             ap.error(f"unknown workloads {wanted - {w.key for w in WORKLOADS}}")
         workloads = tuple(w for w in WORKLOADS if w.key in wanted)
+        if not args.systems:  # start only the applications the chosen workloads use (Spark Parquet always)
+            used = {"parquet"} | {x for w in workloads for x in w.systems}
+            systems = tuple(x for x in SYSTEMS if x in used)
+    if args.out is None:
+        sets = {w.results for w in workloads}
+        args.out = BENCH / "results" / sets.pop() if len(sets) == 1 and workloads != WORKLOADS else BENCH / "results"
 
     sizes = Sizes.of(args.scale)
     check_jars(args.jars)

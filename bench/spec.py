@@ -45,6 +45,15 @@ class Workload:
     dml: bool = False  # workloads 7 and 8: timed in the first `--dml-rounds` rounds only
     dv: bool = False  # workloads 8: deletion vectors / merge-on-read (bench/dml_dv.py)
     zorder: bool = False  # workload 9: Z-order OPTIMIZE (bench/zorder.py); timed in the `--dml-rounds` rounds
+    streaming: bool = False  # workload 10: streaming sink (bench/streaming.py); timed in the `--dml-rounds` rounds
+    # Where a run of this workload alone writes its results (bench/results/<results>/) unless --out says otherwise;
+    # "" = bench/results itself.
+    results: str = ""
+
+    @property
+    def few_rounds(self) -> bool:
+        """Timed in the first `--dml-rounds` rounds only (each round costs much more than it shows)."""
+        return self.dml or self.zorder or self.streaming
 
 
 NO_LOG = "n/a: no transaction log"
@@ -105,12 +114,24 @@ WORKLOADS: tuple[Workload, ...] = (
              "`spark.databricks.delta.optimize.maxFileSize = T`, T = the table's bytes / 100; files a point query "
              "`a = A AND b = B` reads (min/max skipping) before and after", ("strata-v2", "delta"),
              {"parquet": "n/a: no OPTIMIZE", "strata-v1": "n/a: a CALL procedure, path-independent: see Strata V2",
-              "iceberg": "n/a: issue 15 compares with delta-spark's OPTIMIZE ZORDER BY"}, zorder=True),
+              "iceberg": "n/a: issue 15 compares with delta-spark's OPTIMIZE ZORDER BY"}, zorder=True,
+             results="zorder"),
+    Workload("streaming", "10. Streaming sink: 200 micro-batches of 1,000 rows",
+             "a streaming query (file source over 200 Parquet files of 1,000 rows each, written untimed, "
+             "`maxFilesPerTrigger=1`, `Trigger.AvailableNow`: exactly 200 micro-batches) appends to a path table "
+             "created empty just before, with a fresh checkpoint: `writeStream.format(\"strata\")` / "
+             "`format(\"delta\")` `.start(path)`; timed: start to the query's end (every batch committed); per "
+             "batch: the query progress' `durationMs` (`addBatch`: the sink's write and commit; `triggerExecution`: "
+             "the whole micro-batch)", ("strata-v1", "delta"),
+             {"parquet": "n/a: no transaction log", "iceberg": "n/a: issue 16 compares with delta-spark's sink",
+              "strata-v2": "n/a: path tables stream through the V1 sink (StreamSinkProvider): see Strata V1"},
+             streaming=True, results="streaming"),
 )
 WORKLOAD_KEYS = tuple(w.key for w in WORKLOADS)
 DML_KEYS = tuple(w.key for w in WORKLOADS if w.dml and not w.dv)
 DV_KEYS = tuple(w.key for w in WORKLOADS if w.dv)
 ZORDER_KEYS = tuple(w.key for w in WORKLOADS if w.zorder)
+STREAMING_KEYS = tuple(w.key for w in WORKLOADS if w.streaming)
 DEFAULT_DML_ROUNDS = 3
 
 
@@ -128,6 +149,9 @@ class Sizes:
     writer_rows: int = 1000
     slices: int = 2  # input partitions of every bulk write (= cores): 2 write tasks without a shuffle
     dml_files: int = 100  # workloads 7: the table's files (input slices of its one append, N/100 ids each)
+    stream_batches: int = 200  # workload 10: micro-batches (input files) per timed round
+    stream_rows: int = 1000  # workload 10: rows per micro-batch (input file)
+    stream_warmup_batches: int = 50  # workload 10's warm-up round (delta-spark: about 1 s per batch on 2 cores)
 
     @staticmethod
     def of(scale: float) -> Sizes:
