@@ -56,7 +56,7 @@ test-jvm: $(SBT_LAUNCH) $(SBT_REPOS) $(S3PROXY_JAR) $(PEER_JARS)
 	$(SBT) jvm/test < /dev/null
 
 test-python: build $(PEER_JARS) $(S3_TEST_JARS) $(S3PROXY_JAR)
-	$(VENV)/bin/pytest -q tests
+	$(VENV)/bin/pytest -q --durations=25 tests
 
 ## peer-jars: delta-spark from Maven Central, for interoperability tests (never shipped)
 peer-jars: $(PEER_JARS)

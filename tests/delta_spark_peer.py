@@ -64,6 +64,13 @@ class Peer:
         rows: list[list[str]] = self.call("read", path=str(path), versions=versions, time_zone=time_zone)["rows"]
         return rows
 
+    def stream(self, source: dict[str, Any], sink: dict[str, Any], checkpoint: Path) -> tuple[list[int], list[str]]:
+        """One Trigger.AvailableNow run of a delta-spark stream (serve()'s "stream"): source and sink are
+        {"format", "path"[, "schema", "options"]}; returns the input rows of each micro-batch and the sink's rows."""
+        reply = self.call("stream", source={**source, "path": str(source["path"])},
+                          sink={**sink, "path": str(sink["path"])}, checkpoint=str(checkpoint))
+        return reply["batches"], reply["rows"]
+
     def stderr_tail(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")[-4000:]
 

@@ -255,6 +255,10 @@ def serve(spark: SparkSession) -> None:
      rows as sorted JSON strings (e.g. the paths of VACUUM ... DRY RUN), or {"error": ...}.
     {"op": "read", "path": path, "versions": [v, ...] or null, "time_zone": zone}: the table's rows (sorted JSON
      strings) at each version (null: the latest): {"rows": [[...], ...]}.
+    {"op": "stream", "source": {"format": f, "path": p, "schema": ddl or null, "options": {...}},
+     "sink": {"format": "delta" | "parquet" | "json", "path": p}, "checkpoint": dir, "time_zone": zone}: one
+     Trigger.AvailableNow run of readStream.format(f).load(p) -> writeStream.format(...) with that checkpoint; replies
+     {"batches": [input rows of each micro-batch of this run], "rows": the sink's rows (sorted JSON strings)}.
     Any other failure replies {"error": ...}, and the peer goes on serving.
     """
     spark.conf.set("spark.databricks.delta.merge.materializeSource", "none")  # deterministic sources only
@@ -294,6 +298,8 @@ def serve_one(spark: SparkSession, request: dict[str, Any]) -> dict[str, Any]:
                 reader = reader.option("versionAsOf", version)
             rows.append(sorted(reader.load(path).toJSON().collect()))
         return {"rows": rows}
+    if op == "stream":
+        return run_stream(spark, request["source"], request["sink"], request["checkpoint"])
     if op == "corpus":
         paths = {name: os.path.join(request["base"], name) for name in request["tables"]}
         for name, ddl in request["tables"].items():
@@ -312,6 +318,18 @@ def serve_one(spark: SparkSession, request: dict[str, Any]) -> dict[str, Any]:
             results.append(result)
         return {"results": results}
     raise ValueError(f"unknown op {op}")
+
+
+def run_stream(spark: SparkSession, source: dict[str, Any], sink: dict[str, Any], checkpoint: str) -> dict[str, Any]:
+    reader = spark.readStream.format(source["format"]).options(**source.get("options", {}))
+    if source.get("schema"):
+        reader = reader.schema(source["schema"])
+    query = (reader.load(source["path"]).writeStream.format(sink["format"]).option("checkpointLocation", checkpoint)
+             .trigger(availableNow=True).start(sink["path"]))
+    query.awaitTermination()
+    batches = [p["numInputRows"] for p in query.recentProgress if p["batchId"] >= 0 and "numInputRows" in p]
+    rows = sorted(spark.read.format(sink["format"]).load(sink["path"]).toJSON().collect())
+    return {"batches": batches, "rows": rows}
 
 
 if __name__ == "__main__":

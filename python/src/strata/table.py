@@ -214,6 +214,33 @@ class Table:
             raise
         return df
 
+    def stream(self, starting_version: int | str | None = None,
+               starting_timestamp: _dt.datetime | _dt.date | str | None = None,
+               max_files_per_trigger: int | None = None, max_bytes_per_trigger: int | str | None = None,
+               skip_change_commits: bool = False) -> DataFrame:
+        """The rows commits append to the table, as a streaming DataFrame (``readStream``), in commit order.
+
+        Without a start, the stream first reads the table's current rows, then every later commit;
+        ``starting_version`` (a version or ``'latest'``) or ``starting_timestamp`` (the first commit at or after it,
+        read like :meth:`to_df`'s) start at a commit instead. ``max_files_per_trigger`` (default 1,000) and
+        ``max_bytes_per_trigger`` (bytes, or ``'64m'``) bound each micro-batch. A commit that removes or rewrites rows
+        (DELETE, UPDATE, MERGE, overwrite) stops the stream unless ``skip_change_commits``, which skips such commits
+        whole; OPTIMIZE commits stream nothing. Bad arguments raise :class:`strata.InvalidOptionError` here.
+
+        >>> q = (strata.Table.for_name(spark, "strata.db.bronze").stream(max_files_per_trigger=100)
+        ...      .writeStream.format("strata").option("checkpointLocation", "/chk/silver")
+        ...      .trigger(availableNow=True).toTable("strata.db.silver"))
+        """
+        from strata.streaming import stream_options
+
+        options = stream_options(starting_version, starting_timestamp, max_files_per_trigger,
+                                 max_bytes_per_trigger, skip_change_commits)
+        reader = self._spark.readStream.options(**options)
+        with translate():
+            if self._name is not None:
+                return reader.table(quote_name(self._name))
+            return reader.format("strata").load(self.path)
+
     def version(self) -> int:
         """The latest committed version of the table (from ``CALL <catalog>.system.detail``; classic and Spark
         Connect sessions). Raises :class:`strata.TableNotFoundError` if there is no table.

@@ -13,7 +13,9 @@ import org.apache.spark.sql.sources.{BaseRelation, CreatableRelationProvider, Da
 import org.apache.spark.sql.execution.streaming.Sink
 import org.apache.spark.sql.streaming.OutputMode
 import io.strata.write.streaming.{StrataSink, StreamingWrites}
-import org.apache.spark.sql.connector.catalog.{Table, TableCapability, TableProvider}
+import org.apache.spark.sql.connector.catalog.{SupportsRead, Table, TableCapability, TableProvider}
+import org.apache.spark.sql.connector.read.ScanBuilder
+import io.strata.read.streaming.StrataStreamScan
 import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
@@ -40,7 +42,8 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
   }
 
   override def getTable(schema: StructType, partitioning: Array[Transform],
-                        properties: java.util.Map[String, String]): Table = new StrataDataSource.PathTable(schema)
+                        properties: java.util.Map[String, String]): Table =
+    new StrataDataSource.PathTable(schema, properties.asScala.find(_._1.equalsIgnoreCase(StrataOptions.Path)).map(_._2))
 
   override def createRelation(sqlContext: SQLContext, parameters: Map[String, String]): BaseRelation = {
     val spark = sqlContext.sparkSession
@@ -140,10 +143,16 @@ object StrataDataSource {
     }
   }
 
-  /** The V2 face of a path table: no capabilities, so Spark uses the V1 relation provider for it. */
-  final class PathTable(tableSchema: StructType) extends Table {
-    override def name(): String = "strata path table"
+  /**
+   * The V2 face of a path table. Batch reads and writes and the streaming sink find no capability for them here,
+   * so Spark uses the V1 relation and sink providers above; streaming reads are V2 ([[StrataStreamScan]]).
+   */
+  final class PathTable(tableSchema: StructType, path: Option[String]) extends Table with SupportsRead {
+    override def name(): String = path.fold("strata path table")(p => s"strata.`$p`")
     override def schema(): StructType = tableSchema
-    override def capabilities(): java.util.Set[TableCapability] = java.util.EnumSet.noneOf(classOf[TableCapability])
+    override def capabilities(): java.util.Set[TableCapability] = java.util.EnumSet.of(TableCapability.MICRO_BATCH_READ)
+    override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = () => new StrataStreamScan(
+      new Path(path.getOrElse(throw new InvalidTableOperationException("A path is required: use .load(path)."))),
+      name(), tableSchema, options)
   }
 }

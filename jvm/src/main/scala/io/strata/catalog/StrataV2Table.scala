@@ -9,6 +9,7 @@ import io.strata.write.streaming.SinkProgress
 import org.apache.spark.sql.connector.read.streaming.ReportsSinkMetrics
 import org.apache.spark.sql.connector.write.{LogicalWriteInfo, WriteBuilder}
 import io.strata.read.{SnapshotRead, SnapshotReader}
+import io.strata.read.streaming.StrataStreamScan
 import io.strata.config.StrataOptions
 import io.strata.log.InvalidTableOperationException
 import io.strata.shim.{FileColumn, RowIndexColumn, StrataScanBuilder, V2PredicateSql}
@@ -46,7 +47,8 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
       snapshot.metadata.description.map(TableCatalog.PROP_COMMENT -> _)).asJava
   override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(TableCapability.BATCH_READ,
     TableCapability.BATCH_WRITE, TableCapability.TRUNCATE, TableCapability.OVERWRITE_BY_FILTER,
-    TableCapability.OVERWRITE_DYNAMIC, TableCapability.AUTOMATIC_SCHEMA_EVOLUTION, TableCapability.STREAMING_WRITE)
+    TableCapability.OVERWRITE_DYNAMIC, TableCapability.AUTOMATIC_SCHEMA_EVOLUTION, TableCapability.STREAMING_WRITE,
+    TableCapability.MICRO_BATCH_READ)
 
   /**
    * Writes start their transaction from the snapshot the statement was analyzed against (no second load); the
@@ -108,6 +110,7 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
     val spark = SparkSession.active
     val dataSchema = StructType(table.schema.fields.filterNot(f => table.partitionColumns.contains(f.name)))
     new StrataScanBuilder(spark, withFile => SnapshotReader.fileIndex(spark, snapshot, timeTravel = timeTravel,
-      withFileColumn = withFile), table.schema, dataSchema, options)
+      withFileColumn = withFile), table.schema, dataSchema, options,
+      streamScan = Some(batch => new StrataStreamScan(snapshot.tablePath, tableName, table.schema, options, Some(batch))))
   }
 }

@@ -116,7 +116,7 @@ object StrataOptions {
   }
 
   /** Lower-cases keys and rejects anything not in `known`. */
-  private def normalize(options: Map[String, String], known: Seq[String]): Map[String, String] = {
+  private[config] def normalize(options: Map[String, String], known: Seq[String]): Map[String, String] = {
     val o = options.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
     val knownLc = known.map(lc).toSet
     o.keys.toSeq.sorted.find(k => !knownLc(k)).foreach { k =>
@@ -134,19 +134,19 @@ object StrataOptions {
     o
   }
 
-  private def lc(s: String) = s.toLowerCase(Locale.ROOT)
+  private[config] def lc(s: String) = s.toLowerCase(Locale.ROOT)
 
-  private def boolean(o: Map[String, String], name: String): Boolean = o.get(lc(name)) match {
+  private[config] def boolean(o: Map[String, String], name: String): Boolean = o.get(lc(name)) match {
     case None => false
     case Some(v) if v.trim.equalsIgnoreCase("true") => true
     case Some(v) if v.trim.equalsIgnoreCase("false") => false
     case Some(v) => bad(name, v, "true or false")
   }
 
-  private def bad(name: String, value: String, allowed: String): Nothing =
+  private[config] def bad(name: String, value: String, allowed: String): Nothing =
     throw new InvalidTableOperationException(s"Option '$name' has invalid value '$value': it must be $allowed.")
 
-  private def positiveLong(name: String, v: String, allowZero: Boolean): Long =
+  private[config] def positiveLong(name: String, v: String, allowZero: Boolean): Long =
     v.trim.toLongOption.filter(x => x > 0 || (allowZero && x == 0))
       .getOrElse(bad(name, v, if (allowZero) "a whole number >= 0" else "a whole number > 0"))
 

@@ -57,3 +57,9 @@ final class CommitRetriesExhaustedException(attempts: Int, lastVersion: Long)
 
 /** A written row breaks a CHECK constraint of the table (raised inside a task; nothing is committed). */
 final class ConstraintViolationException(message: String) extends StrataException(message)
+
+/**
+ * A streaming read met a commit it cannot turn into appended rows (one that removed or rewrote rows, an incompatible
+ * schema change, a replaced table). Nothing of that commit was streamed.
+ */
+final class StreamSourceChangeException(message: String) extends StrataException(message)

@@ -1,7 +1,8 @@
 package io.strata.read
 
 import io.strata.config.ReadOptions
-import io.strata.log.{AddFile, InvalidTableOperationException, ProtocolSupport, Snapshot, TableLog, VacuumedFiles}
+import io.strata.log.{AddFile, InvalidTableOperationException, Metadata, ProtocolSupport, Snapshot, TableLog,
+  VacuumedFiles}
 import io.strata.shim.{FileColumn, IndexedFile, LogFileIndex, SparkInternals}
 import io.strata.table.TableSchema
 import org.apache.spark.sql.SparkSession
@@ -34,25 +35,35 @@ object SnapshotReader {
    * to the partition values, so Spark's Parquet reader fills it in like a partition column.
    */
   def fileIndex(spark: SparkSession, snapshot: Snapshot, only: Option[Seq[AddFile]] = None,
-                timeTravel: Boolean = false, withFileColumn: Boolean = false): LogFileIndex = {
-    val table = TableSchema.of(snapshot.metadata)
+                timeTravel: Boolean = false, withFileColumn: Boolean = false): LogFileIndex =
+    filesIndex(spark, snapshot.tablePath, snapshot.metadata, snapshot.version, only.getOrElse(snapshot.files),
+      snapshot.hasDeletionVectors, timeTravel, withFileColumn)
+
+  /**
+   * An index over `files` of the table at `tablePath` whose metadata is `metadata` (a snapshot's files, or a
+   * streaming micro-batch's). `deletionVectors`: scans read row indexes and drop deleted rows.
+   */
+  def filesIndex(spark: SparkSession, tablePath: org.apache.hadoop.fs.Path, metadata: Metadata, version: Long,
+                 files: Seq[AddFile], deletionVectors: Boolean, timeTravel: Boolean = false,
+                 withFileColumn: Boolean = false): LogFileIndex = {
+    val table = TableSchema.of(metadata)
     val partSchema = table.partitionSchema
-    val files = only.getOrElse(snapshot.files).map { f =>
-      val path = snapshot.absolutePath(f.path)
+    val indexed = files.map { f =>
+      val path = Snapshot.absolutePath(tablePath, f.path)
       val values = SparkInternals.partitionRow(partSchema, f.partitionValues)
       IndexedFile(path, f.size, f.modificationTime,
         if (withFileColumn) FileColumn.append(values, partSchema, path) else values, f.stats, f.deletionVector)
     }
     val indexSchema = if (withFileColumn) partSchema.add(FileColumn.field) else partSchema
-    new LogFileIndex(spark, snapshot.tablePath, files, table.schema, indexSchema, Map.empty, snapshot.version, timeTravel,
-      snapshot.hasDeletionVectors)
+    new LogFileIndex(spark, tablePath, indexed, table.schema, indexSchema, Map.empty, version, timeTravel,
+      deletionVectors)
   }
 
-  private def parseTimestampMillis(spark: SparkSession, ts: String): Long = {
+  private[read] def parseTimestampMillis(spark: SparkSession, ts: String, option: String = "timestampAsOf"): Long = {
     val micros = SparkInternals.tryCast(ts, org.apache.spark.sql.types.TimestampType,
       SparkInternals.sessionTimeZone(spark))
     if (micros == null) throw new InvalidTableOperationException(
-      s"Option timestampAsOf has invalid value '$ts': it must be a timestamp such as '2026-01-31 12:00:00'.")
+      s"Option $option has invalid value '$ts': it must be a timestamp such as '2026-01-31 12:00:00'.")
     Math.floorDiv(micros.asInstanceOf[Long], 1000L)
   }
 }

@@ -55,7 +55,8 @@ object FileColumn {
  * columns include [[FileColumn]] does [[build]] replay them on a builder whose index carries the column.
  */
 final class StrataScanBuilder(spark: SparkSession, index: Boolean => PartitioningAwareFileIndex, schema: StructType,
-                              dataSchema: StructType, options: CaseInsensitiveStringMap)
+                              dataSchema: StructType, options: CaseInsensitiveStringMap,
+                              streamScan: Option[(() => Scan) => Scan] = None)
     extends ScanBuilder with SupportsPushDownCatalystFilters with SupportsPushDownRequiredColumns {
   private val plainIndex = index(false)
   private val plain = ParquetScans.builder(spark, plainIndex, schema, dataSchema, options)
@@ -64,12 +65,23 @@ final class StrataScanBuilder(spark: SparkSession, index: Boolean => Partitionin
 
   override def pushFilters(fs: Seq[Expression]): Seq[Expression] = { filters = fs; plain.pushFilters(fs) }
   override def pushedFilters: Array[Predicate] = plain.pushedFilters
-  override def pruneColumns(s: StructType): Unit = required = s
+  override def pruneColumns(s: StructType): Unit = { required = s; pruned = true }
+  /** Spark's batch planning always prunes columns; a streaming read builds its scan without (see [[build]]). */
+  private var pruned = false
 
   /** The conditions Spark pushed (what a row-level operation's scan selects, for its read set). */
   def pushedConditions: Seq[Expression] = filters
 
-  override def build(): Scan = {
+  /**
+   * The batch scan; or, when Spark builds without pruning columns or pushing filters (what it does for a streaming
+   * read, once, at query start) and the table streams, `streamScan` of it.
+   */
+  override def build(): Scan = streamScan match {
+    case Some(stream) if !pruned && filters.isEmpty => stream(() => batchScan())
+    case _ => batchScan()
+  }
+
+  private def batchScan(): Scan = {
     val withFile = FileColumn.requested(required)
     val idx = if (withFile) index(true) else plainIndex
     val b = if (!withFile && !RowIndexColumn.requested(required)) plain else {

@@ -1,0 +1,185 @@
+package io.strata.read.streaming
+
+import io.strata.log.{AddFile, CommitChanges, CorruptLogException, ProtocolSupport, StreamSourceChangeException,
+  TableLog}
+import io.strata.table.TableSchema
+
+import java.io.FileNotFoundException
+import scala.collection.mutable
+
+/** How many files / bytes one micro-batch may take (None: no limit). At least one file is always taken. */
+final case class AdmissionLimit(maxFiles: Option[Long], maxBytes: Option[Long]) {
+  def admits(files: Long, bytes: Long, nextSize: Long): Boolean =
+    files == 0 || (maxFiles.forall(files + 1 <= _) && maxBytes.forall(bytes + nextSize <= _))
+}
+object AdmissionLimit { val Unlimited: AdmissionLimit = AdmissionLimit(None, None) }
+
+/** Where a new stream starts (options startingVersion / startingTimestamp, or neither). */
+sealed trait StreamStart
+object StreamStart {
+  /** The table's rows when the stream starts (its latest snapshot), then every later commit. */
+  case object CurrentRows extends StreamStart
+  case object AfterLatest extends StreamStart
+  final case class AtVersion(version: Long) extends StreamStart
+  final case class AtTimestamp(millis: Long, asGiven: String) extends StreamStart
+}
+
+/**
+ * A table's appended files as one ordered sequence, for the streaming source: first, when the stream starts from the
+ * current rows, the live files of that snapshot (oldest first); then, commit by commit, the files each commit added
+ * as new rows. Commits that only move rows (`dataChange = false`: OPTIMIZE, compaction) add nothing. A commit that
+ * removed or rewrote rows stops the stream ([[StreamSourceChangeException]]) unless `skipChangeCommits`, which skips
+ * it whole. No Spark here: positions are [[SourceOffset]]s, the Spark side only asks for the files between two.
+ *
+ * `schema`: the stream's schema (the table's when the query started). A commit whose schema has a column the stream
+ * lacks, or a column of another type, or other partition columns, stops the stream: its rows could not be read as
+ * the stream's. Columns the stream has that older files lack read as null.
+ */
+final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, val tableId: String,
+                         skipChangeCommits: Boolean) {
+  private val commits = mutable.TreeMap.empty[Long, CommitChanges]
+  private var initial: Option[(Long, IndexedSeq[AddFile])] = None
+  private var skipped = 0L
+
+  /** Change commits skipped so far by this source (skipChangeCommits). */
+  def changeCommitsSkipped: Long = skipped
+
+  def latestVersion(): Long = {
+    val s = log.snapshot()
+    if (s.metadata.id != tableId) throw new StreamSourceChangeException(s"Table $tableName was replaced: its id " +
+      s"changed from $tableId to ${s.metadata.id} (version ${s.version}). A stream cannot continue on another " +
+      "table; start a new query (a new checkpoint location).")
+    s.version
+  }
+
+  /** The position a new stream starts from. */
+  def startOffset(start: StreamStart): SourceOffset = {
+    val latest = latestVersion()
+    start match {
+      case StreamStart.CurrentRows => SourceOffset(tableId, latest, 0, initial = true)
+      case StreamStart.AfterLatest => SourceOffset(tableId, latest + 1, 0, initial = false)
+      case StreamStart.AtVersion(v) =>
+        if (v > latest) throw new io.strata.log.InvalidTableOperationException(s"Option startingVersion is $v but " +
+          s"the latest version of $tableName is $latest. Use a version from 0 to $latest, or 'latest'.")
+        SourceOffset(tableId, v, 0, initial = false)
+      case StreamStart.AtTimestamp(ms, given) =>
+        val first = log.commitTimestamps().collectFirst { case (v, ts) if ts >= ms => v }
+        SourceOffset(tableId, first.getOrElse(latest + 1), 0, initial = false)
+    }
+  }
+
+  /**
+   * The position after the files one micro-batch takes from `start`, reading no commit after `lastVersion`. Equal to
+   * `start` when nothing new is there. A batch ends before a change commit it cannot stream, so the rows before it
+   * are delivered; the next call then fails on it.
+   */
+  def advance(start: SourceOffset, limit: AdmissionLimit, lastVersion: Long): SourceOffset = {
+    requireSameTable(start)
+    var pos = start
+    var files = 0L
+    var bytes = 0L
+    var full = false
+    while (!full && (pos.initial || pos.version <= lastVersion)) {
+      val unit = if (pos.initial) initialFiles(pos.version) else {
+        val c = commit(pos.version)
+        if (c.changesRows && !skipChangeCommits) {
+          if (files > 0) return pos
+          throw changeCommit(c)
+        }
+        if (c.changesRows) IndexedSeq.empty else c.appended
+      }
+      var i = pos.index.toInt
+      while (i < unit.length && !full) {
+        if (limit.admits(files, bytes, unit(i).size)) { files += 1; bytes += unit(i).size; i += 1 } else full = true
+      }
+      pos = if (i >= unit.length) pos.nextUnit else pos.copy(index = i)
+    }
+    pos
+  }
+
+  /** The files from `start` (inclusive) to `end` (exclusive), in stream order. */
+  def filesBetween(start: SourceOffset, end: SourceOffset): IndexedSeq[AddFile] = {
+    requireSameTable(start)
+    requireSameTable(end)
+    val out = IndexedSeq.newBuilder[AddFile]
+    var pos = start
+    while (SourceOffsets.before(pos, end)) {
+      val unit = if (pos.initial) initialFiles(pos.version) else {
+        val c = commit(pos.version)
+        if (c.changesRows && !skipChangeCommits) throw changeCommit(c)
+        if (c.changesRows) IndexedSeq.empty else c.appended
+      }
+      val sameUnit = pos.version == end.version && pos.initial == end.initial
+      out ++= unit.slice(pos.index.toInt, if (sameUnit) end.index.toInt else unit.length)
+      pos = if (sameUnit) end else pos.nextUnit
+    }
+    out.result()
+  }
+
+  /** Forgets what positions before `end` needed (Spark will not ask for them again). */
+  def committed(end: SourceOffset): Unit = {
+    commits.keys.takeWhile(_ < end.version).toSeq.foreach(commits.remove)
+    if (!end.initial) initial = None
+  }
+
+  private def requireSameTable(o: SourceOffset): Unit = if (o.tableId != tableId) throw new StreamSourceChangeException(
+    s"The checkpoint's position (${o.describe}) is in table ${o.tableId}, but $tableName is now table $tableId: it " +
+      "was replaced. Start a new query (a new checkpoint location).")
+
+  private def initialFiles(version: Long): IndexedSeq[AddFile] = initial match {
+    case Some((v, files)) if v == version => files
+    case _ =>
+      val snapshot = log.snapshotAt(version)
+      ProtocolSupport.checkReadable(snapshot.protocol, tableName)
+      checkSchema(TableSchema.of(snapshot.metadata), version)
+      val files = snapshot.files.sortBy(f => (f.modificationTime, f.path))
+      initial = Some(version -> files)
+      files
+  }
+
+  private def commit(version: Long): CommitChanges = commits.getOrElse(version, {
+    val actions = try log.readCommit(version) catch {
+      case e: CorruptLogException if e.getCause.isInstanceOf[FileNotFoundException] =>
+        throw new StreamSourceChangeException(s"The stream of $tableName needs version $version, whose commit is no " +
+          "longer in the log (log cleanup keeps delta.logRetentionDuration of history). Start a new query from a " +
+          "later version (option startingVersion), or from the current rows.")
+    }
+    val c = CommitChanges.of(version, actions)
+    c.protocol.foreach(ProtocolSupport.checkReadable(_, tableName))
+    c.metadata.foreach { m =>
+      if (m.id != tableId) throw new StreamSourceChangeException(s"Table $tableName was replaced at version " +
+        s"$version (its id changed from $tableId to ${m.id}). Start a new query (a new checkpoint location).")
+      checkSchema(TableSchema.of(m), version)
+    }
+    if (c.changesRows && skipChangeCommits) skipped += 1
+    commits.put(version, c)
+    c
+  })
+
+  private def checkSchema(at: TableSchema, version: Long): Unit = {
+    val streamed = schema.schema.fields.map(f => f.name.toLowerCase(java.util.Locale.ROOT) -> f).toMap
+    val unreadable = at.schema.fields.filterNot(f => streamed.get(f.name.toLowerCase(java.util.Locale.ROOT))
+      .exists(_.dataType.catalogString == f.dataType.catalogString))
+    val partitionsDiffer = at.partitionColumns.map(_.toLowerCase(java.util.Locale.ROOT)) !=
+      schema.partitionColumns.map(_.toLowerCase(java.util.Locale.ROOT))
+    if (unreadable.nonEmpty || partitionsDiffer) throw new StreamSourceChangeException(
+      s"The schema of $tableName changed at version $version" +
+        (if (unreadable.nonEmpty) s" (${unreadable.map(f => s"${f.name} ${f.dataType.simpleString}").mkString(", ")} " +
+          "not in the stream's schema as such)" else s" (partition columns ${at.partitionColumns.mkString(", ")})") +
+        s"; the stream reads the schema it started with (${schema.schema.simpleString}). Restart the query to read " +
+        "the new schema.")
+  }
+
+  private def changeCommit(c: CommitChanges): StreamSourceChangeException = new StreamSourceChangeException(
+    s"Version ${c.version} of $tableName removed or rewrote rows" + c.operation.fold("")(op => s" ($op)") +
+      ": Strata's streaming source reads appended rows only. Set option skipChangeCommits=true to skip such " +
+      "commits (their changes are not streamed), or start a new query from a later version (option startingVersion).")
+}
+
+object SourceOffsets {
+  /** Stream order: a snapshot read at version v comes before commit v + 1; within a unit, by file index. */
+  def before(a: SourceOffset, b: SourceOffset): Boolean = {
+    def key(o: SourceOffset) = (o.version, if (o.initial) 0 else 1, o.index)
+    Ordering[(Long, Int, Long)].lt(key(a), key(b))
+  }
+}

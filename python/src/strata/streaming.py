@@ -1,0 +1,57 @@
+"""Options of a streaming read of a Strata table (:meth:`strata.Table.stream`), checked before Spark is called."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+
+from strata.errors import InvalidOptionError
+
+__all__ = ["stream_options"]
+
+_SIZE = re.compile(r"^\s*\d+\s*([bkmgt]b?)?\s*$", re.IGNORECASE)
+
+
+def _whole(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidOptionError(f"{name} must be a whole number >= {minimum}; got {value!r}")
+    return value
+
+
+def stream_options(
+    starting_version: int | str | None = None,
+    starting_timestamp: _dt.datetime | _dt.date | str | None = None,
+    max_files_per_trigger: int | None = None,
+    max_bytes_per_trigger: int | str | None = None,
+    skip_change_commits: bool = False,
+) -> dict[str, str]:
+    """The ``readStream`` options of Strata's streaming source for these arguments (see :meth:`Table.stream`)."""
+    from strata.table import _timestamp_option
+
+    options: dict[str, str] = {}
+    if starting_version is not None and starting_timestamp is not None:
+        raise InvalidOptionError("starting_version and starting_timestamp cannot be used together: pick one")
+    if starting_version is not None:
+        if isinstance(starting_version, str):
+            if starting_version.strip().lower() != "latest":
+                raise InvalidOptionError(f"starting_version must be a version >= 0 or 'latest'; got {starting_version!r}")
+            options["startingVersion"] = "latest"
+        else:
+            options["startingVersion"] = str(_whole("starting_version", starting_version, 0))
+    if starting_timestamp is not None:
+        options["startingTimestamp"] = _timestamp_option(starting_timestamp)
+    if max_files_per_trigger is not None:
+        options["maxFilesPerTrigger"] = str(_whole("max_files_per_trigger", max_files_per_trigger, 1))
+    if max_bytes_per_trigger is not None:
+        if isinstance(max_bytes_per_trigger, str):
+            if not _SIZE.match(max_bytes_per_trigger):
+                raise InvalidOptionError("max_bytes_per_trigger must be a number of bytes or a size such as '64m' or "
+                                         f"'1g'; got {max_bytes_per_trigger!r}")
+            options["maxBytesPerTrigger"] = max_bytes_per_trigger.strip()
+        else:
+            options["maxBytesPerTrigger"] = str(_whole("max_bytes_per_trigger", max_bytes_per_trigger, 1))
+    if not isinstance(skip_change_commits, bool):
+        raise InvalidOptionError(f"skip_change_commits must be True or False; got {skip_change_commits!r}")
+    if skip_change_commits:
+        options["skipChangeCommits"] = "true"
+    return options
