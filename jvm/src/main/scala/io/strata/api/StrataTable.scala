@@ -4,7 +4,7 @@ import io.strata.log.TableLog
 import io.strata.procedures.{DetailProcedure, HistoryProcedure}
 import io.strata.shim.SparkInternals
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.{DataFrame, Row, SparkSession}
+import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.types._
 
 import scala.jdk.CollectionConverters._
