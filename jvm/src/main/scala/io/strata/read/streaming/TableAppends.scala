@@ -100,7 +100,7 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
     requireSameTable(end)
     val out = IndexedSeq.newBuilder[AddFile]
     var pos = start
-    while (SourceOffsets.before(pos, end)) {
+    while (SourceOffset.before(pos, end)) {
       val unit = streamedAt(pos).fold(stop => throw stop, identity)
       val sameUnit = pos.version == end.version && pos.initial == end.initial
       out ++= unit.slice(pos.index.toInt, if (sameUnit) end.index.toInt else unit.length)
@@ -179,12 +179,4 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
     s"Version ${c.version} of $tableName removed or rewrote rows" + c.operation.fold("")(op => s" ($op)") +
       ": Strata's streaming source reads appended rows only. Set option skipChangeCommits=true to skip such " +
       "commits (their changes are not streamed), or start a new query from a later version (option startingVersion).")
-}
-
-object SourceOffsets {
-  /** Stream order: a snapshot read at version v comes before commit v + 1; within a unit, by file index. */
-  def before(a: SourceOffset, b: SourceOffset): Boolean = {
-    def key(o: SourceOffset) = (o.version, if (o.initial) 0 else 1, o.index)
-    Ordering[(Long, Int, Long)].lt(key(a), key(b))
-  }
 }
