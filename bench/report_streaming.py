@@ -6,6 +6,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from report_section import workload_intro
 from spec import LABELS
 
 Json = dict[str, Any]
@@ -52,15 +53,10 @@ def fmt(x: float | None, digits: int = 2) -> str:
 
 
 def section(record: Json, s: Any) -> list[str]:
-    if KEY not in {w["key"] for w in record["workloads"]}:
+    out = workload_intro(record, KEY)
+    if out is None:
         return []
-    out: list[str] = []
     add = out.append
-    w = next(w for w in record["workloads"] if w["key"] == KEY)
-    add(f"## {w['title']}")
-    add("")
-    add(w["definition"] + ".")
-    add("")
     add(f"Issue 16's target: Strata's sink at most {TARGET}x delta-spark's (median batch commit latency and total "
         "time). Batch commit latency = `durationMs.addBatch` of each micro-batch (the sink's write and commit); "
         "`triggerExecution` = the whole micro-batch (source offsets, planning, the sink, the query's own offset and "

@@ -4,6 +4,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from report_section import workload_intro
 from spec import LABELS
 
 Json = dict[str, Any]
@@ -13,15 +14,10 @@ TARGET_TIME = 1.0  # issue 15: Strata's optimize no slower than delta-spark's OP
 
 
 def section(record: Json, s: Any) -> list[str]:
-    if KEY not in {w["key"] for w in record["workloads"]}:
+    out = workload_intro(record, KEY)
+    if out is None:
         return []
-    out: list[str] = []
     add = out.append
-    w = next(w for w in record["workloads"] if w["key"] == KEY)
-    add(f"## {w['title']}")
-    add("")
-    add(w["definition"] + ".")
-    add("")
     add(f"Issue 15's targets: at least {TARGET_REDUCTION:.0f}x fewer files read by the point query after Strata's "
         f"Z-order, and Strata's optimize no slower than delta-spark's ({TARGET_TIME:.0f}x). Seconds: median "
         "(min-max) over the timed rounds; ratio: median of the per-round ratios. Files read are counted from each "

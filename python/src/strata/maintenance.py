@@ -183,6 +183,13 @@ def check_column_names(zorder_by: Sequence[str] | str | None) -> list[str] | Non
     return names
 
 
+def check_whole(name: str, value: object, minimum: int) -> int:
+    """``value`` as a whole number >= ``minimum`` (bools refused), else InvalidOptionError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidOptionError(f"{name} must be a whole number >= {minimum}; got {value!r}")
+    return value
+
+
 def check_hours(value: float | int | None, what: str) -> float | None:
     if value is None:
         return None

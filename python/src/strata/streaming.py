@@ -6,16 +6,11 @@ import datetime as _dt
 import re
 
 from strata.errors import InvalidOptionError
+from strata.maintenance import check_whole
 
 __all__ = ["stream_options"]
 
 _SIZE = re.compile(r"^\s*\d+\s*([bkmgt]b?)?\s*$", re.IGNORECASE)
-
-
-def _whole(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidOptionError(f"{name} must be a whole number >= {minimum}; got {value!r}")
-    return value
 
 
 def stream_options(
@@ -37,11 +32,11 @@ def stream_options(
                 raise InvalidOptionError(f"starting_version must be a version >= 0 or 'latest'; got {starting_version!r}")
             options["startingVersion"] = "latest"
         else:
-            options["startingVersion"] = str(_whole("starting_version", starting_version, 0))
+            options["startingVersion"] = str(check_whole("starting_version", starting_version, 0))
     if starting_timestamp is not None:
         options["startingTimestamp"] = _timestamp_option(starting_timestamp)
     if max_files_per_trigger is not None:
-        options["maxFilesPerTrigger"] = str(_whole("max_files_per_trigger", max_files_per_trigger, 1))
+        options["maxFilesPerTrigger"] = str(check_whole("max_files_per_trigger", max_files_per_trigger, 1))
     if max_bytes_per_trigger is not None:
         if isinstance(max_bytes_per_trigger, str):
             if not _SIZE.match(max_bytes_per_trigger):
@@ -49,7 +44,7 @@ def stream_options(
                                          f"'1g'; got {max_bytes_per_trigger!r}")
             options["maxBytesPerTrigger"] = max_bytes_per_trigger.strip()
         else:
-            options["maxBytesPerTrigger"] = str(_whole("max_bytes_per_trigger", max_bytes_per_trigger, 1))
+            options["maxBytesPerTrigger"] = str(check_whole("max_bytes_per_trigger", max_bytes_per_trigger, 1))
     if not isinstance(skip_change_commits, bool):
         raise InvalidOptionError(f"skip_change_commits must be True or False; got {skip_change_commits!r}")
     if skip_change_commits:

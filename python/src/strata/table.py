@@ -12,8 +12,8 @@ from strata._sql import Expr, quote_identifier, quote_name, split_name, to_sql
 from strata.dml import DeleteMetrics, MergeBuilder, MergeMetrics, UpdateMetrics, _Target, assignments
 from strata.errors import InvalidOptionError, translate
 from strata.maintenance import (LogCleanupResult, OptimizeResult, RestoreResult, TableDetail, VacuumResult, call,
-                                check_column_names, check_hours, log_cleanup_result, optimize_result, restore_result,
-                                rows, table_detail, vacuum_result)
+                                check_column_names, check_hours, check_whole, log_cleanup_result, optimize_result,
+                                restore_result, rows, table_detail, vacuum_result)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -196,9 +196,7 @@ class Table:
                 return self._spark.table(quote_name(self._name))
         reader = self._spark.read.format("strata")
         if version is not None:
-            if isinstance(version, bool) or not isinstance(version, int) or version < 0:
-                raise InvalidOptionError(f"version must be a whole number >= 0; got {version!r}")
-            reader = reader.option("versionAsOf", version)
+            reader = reader.option("versionAsOf", check_whole("version", version, 0))
         if timestamp is not None:
             reader = reader.option("timestampAsOf", _timestamp_option(timestamp))
         try:
@@ -328,8 +326,8 @@ class Table:
         """
         if (version is None) == (timestamp is None):
             raise InvalidOptionError("restore needs exactly one of version or timestamp")
-        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
-            raise InvalidOptionError(f"version must be a whole number >= 0; got {version!r}")
+        if version is not None:
+            check_whole("version", version, 0)
         ts = None if timestamp is None else _timestamp_option(timestamp)
         return restore_result(rows(self._call("restore", version=version, timestamp=ts)))
 

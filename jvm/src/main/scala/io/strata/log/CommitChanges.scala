@@ -14,9 +14,7 @@ final case class CommitChanges(
     changesRows: Boolean,
     metadata: Option[Metadata],
     protocol: Option[Protocol],
-    operation: Option[String]) {
-  def appendedBytes: Long = appended.iterator.map(_.size).sum
-}
+    operation: Option[String])
 
 object CommitChanges {
   def of(version: Long, actions: Seq[Action]): CommitChanges = CommitChanges(

@@ -77,8 +77,7 @@ final class StreamReaderFactory(plain: (PartitionReaderFactory, Array[Int]), wit
       override def next(): Boolean = reader.next()
       override def get(): ColumnarBatch = {
         val b = reader.get()
-        val out = new ColumnarBatch(ordinals.map(b.column), b.numRows())
-        out
+        new ColumnarBatch(ordinals.map(b.column), b.numRows())
       }
       override def close(): Unit = reader.close()
     }

@@ -27,6 +27,12 @@ final case class SourceOffset(tableId: String, version: Long, index: Long, initi
 object SourceOffset {
   val FormatVersion = 1
 
+  /** Stream order: a snapshot read at version v comes before commit v + 1; within a unit, by file index. */
+  def before(a: SourceOffset, b: SourceOffset): Boolean = {
+    def key(o: SourceOffset) = (o.version, if (o.initial) 0 else 1, o.index)
+    Ordering[(Long, Int, Long)].lt(key(a), key(b))
+  }
+
   def fromJson(json: String): SourceOffset = {
     val n = try ActionCodec.mapper.readTree(json) catch {
       case e: Exception => throw new InvalidTableOperationException(s"Unreadable Strata source offset '$json': $e")

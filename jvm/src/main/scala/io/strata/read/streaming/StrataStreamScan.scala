@@ -40,7 +40,7 @@ final class StrataStreamScan(tablePath: Path, tableName: String, schema: StructT
       case (Some(StartingVersion.At(v)), _) => StreamStart.AtVersion(v)
       case (Some(StartingVersion.Latest), _) => StreamStart.AfterLatest
       case (_, Some(ts)) => StreamStart.AtTimestamp(
-        SnapshotReader.parseTimestampMillis(spark, ts, StreamReadOptions.StartingTimestampKey), ts)
+        SnapshotReader.parseTimestampMillis(spark, ts, StreamReadOptions.StartingTimestampKey))
       case _ => StreamStart.CurrentRows
     }
     new StrataMicroBatchStream(log, tableName, metadata, parsed, start)

@@ -21,7 +21,7 @@ object StreamStart {
   case object CurrentRows extends StreamStart
   case object AfterLatest extends StreamStart
   final case class AtVersion(version: Long) extends StreamStart
-  final case class AtTimestamp(millis: Long, asGiven: String) extends StreamStart
+  final case class AtTimestamp(millis: Long) extends StreamStart
 }
 
 /**
@@ -62,7 +62,7 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
         if (v > latest) throw new io.strata.log.InvalidTableOperationException(s"Option startingVersion is $v but " +
           s"the latest version of $tableName is $latest. Use a version from 0 to $latest, or 'latest'.")
         SourceOffset(tableId, v, 0, initial = false)
-      case StreamStart.AtTimestamp(ms, given) =>
+      case StreamStart.AtTimestamp(ms) =>
         val first = log.commitTimestamps().collectFirst { case (v, ts) if ts >= ms => v }
         SourceOffset(tableId, first.getOrElse(latest + 1), 0, initial = false)
     }
@@ -80,13 +80,10 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
     var bytes = 0L
     var full = false
     while (!full && (pos.initial || pos.version <= lastVersion)) {
-      val unit = if (pos.initial) initialFiles(pos.version) else {
-        val c = commit(pos.version)
-        if (c.changesRows && !skipChangeCommits) {
-          if (files > 0) return pos
-          throw changeCommit(c)
-        }
-        if (c.changesRows) IndexedSeq.empty else c.appended
+      val unit = streamedAt(pos) match {
+        case Right(fs) => fs
+        case Left(_) if files > 0 => return pos
+        case Left(stop) => throw stop
       }
       var i = pos.index.toInt
       while (i < unit.length && !full) {
@@ -103,18 +100,26 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
     requireSameTable(end)
     val out = IndexedSeq.newBuilder[AddFile]
     var pos = start
-    while (SourceOffsets.before(pos, end)) {
-      val unit = if (pos.initial) initialFiles(pos.version) else {
-        val c = commit(pos.version)
-        if (c.changesRows && !skipChangeCommits) throw changeCommit(c)
-        if (c.changesRows) IndexedSeq.empty else c.appended
-      }
+    while (SourceOffset.before(pos, end)) {
+      val unit = streamedAt(pos).fold(stop => throw stop, identity)
       val sameUnit = pos.version == end.version && pos.initial == end.initial
       out ++= unit.slice(pos.index.toInt, if (sameUnit) end.index.toInt else unit.length)
       pos = if (sameUnit) end else pos.nextUnit
     }
     out.result()
   }
+
+  /**
+   * The files streamed from the unit `pos` is in: the initial snapshot's live files, or the files a commit appended
+   * (none for a change commit skipped); Left for a change commit that stops the stream.
+   */
+  private def streamedAt(pos: SourceOffset): Either[StreamSourceChangeException, IndexedSeq[AddFile]] =
+    if (pos.initial) Right(initialFiles(pos.version)) else {
+      val c = commit(pos.version)
+      if (!c.changesRows) Right(c.appended)
+      else if (skipChangeCommits) Right(IndexedSeq.empty)
+      else Left(changeCommit(c))
+    }
 
   /** Forgets what positions before `end` needed (Spark will not ask for them again). */
   def committed(end: SourceOffset): Unit = {
@@ -174,12 +179,4 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
     s"Version ${c.version} of $tableName removed or rewrote rows" + c.operation.fold("")(op => s" ($op)") +
       ": Strata's streaming source reads appended rows only. Set option skipChangeCommits=true to skip such " +
       "commits (their changes are not streamed), or start a new query from a later version (option startingVersion).")
-}
-
-object SourceOffsets {
-  /** Stream order: a snapshot read at version v comes before commit v + 1; within a unit, by file index. */
-  def before(a: SourceOffset, b: SourceOffset): Boolean = {
-    def key(o: SourceOffset) = (o.version, if (o.initial) 0 else 1, o.index)
-    Ordering[(Long, Int, Long)].lt(key(a), key(b))
-  }
 }
