@@ -52,11 +52,12 @@ demo: build
 test: build typecheck $(SBT_LAUNCH) $(SBT_REPOS) $(PEER_JARS) $(S3_TEST_JARS) $(S3PROXY_JAR)
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-jvm test-python
 
+## test-jvm: scalatest; SUITES="io.strata.log.ConflictMatrixSuite ..." runs only those suites (development)
 test-jvm: $(SBT_LAUNCH) $(SBT_REPOS) $(S3PROXY_JAR) $(PEER_JARS)
-	$(SBT) jvm/test < /dev/null
+	$(SBT) $(if $(SUITES),"jvm/testOnly $(SUITES)",jvm/test) < /dev/null
 
 test-python: build $(PEER_JARS) $(S3_TEST_JARS) $(S3PROXY_JAR)
-	$(VENV)/bin/pytest -q --durations=25 tests
+	$(VENV)/bin/pytest -q --durations=25 $(if $(PYTESTS),$(PYTESTS),tests)
 
 ## peer-jars: delta-spark from Maven Central, for interoperability tests (never shipped)
 peer-jars: $(PEER_JARS)
