@@ -67,8 +67,8 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
 
   private def log: TableLog = TableLog.forPath(snapshot.tablePath, SparkInternals.hadoopConf(SparkSession.active, Map.empty))
 
-  /** New row-level changes go into deletion vectors (`delta.enableDeletionVectors`): DML is merge-on-read. */
-  private val mergeOnRead = ProtocolSupport.deletionVectorsEnabled(snapshot.metadata)
+  /** New row-level changes go into deletion vectors where the table enables them and its protocol allows them. */
+  private val mergeOnRead = ProtocolSupport.deletionVectorsWritable(snapshot.protocol, snapshot.metadata)
 
   override def metadataColumns(): Array[MetadataColumn] =
     if (mergeOnRead) Array(FileColumn.rowIdColumn, RowIndexColumn.metadataColumn)

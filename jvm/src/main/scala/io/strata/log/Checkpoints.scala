@@ -57,6 +57,20 @@ object Checkpoints {
        |    optional boolean removed; }
        |}""".stripMargin)
 
+  /**
+   * Columns of a checkpoint's add/remove that are no action fields (PROTOCOL.md, "Checkpoint Schema": typed copies of
+   * `stats` and `partitionValues`). Dropped on read so that an entry re-emitted into a JSON commit (RESTORE, a new
+   * deletion vector) carries only protocol fields, and never a `stats_parsed` contradicting its new `stats`.
+   */
+  private val CheckpointOnlyFields = Seq("stats_parsed", "partitionValues_parsed")
+
+  /** An action column without the checkpoint-only typed copies (not even read: `stats_parsed` can be most bytes). */
+  private def withoutTypedCopies(t: Type): Type = t match {
+    case g: GroupType if g.getFields.asScala.exists(f => CheckpointOnlyFields.contains(f.getName)) =>
+      g.withNewFields(g.getFields.asScala.filterNot(f => CheckpointOnlyFields.contains(f.getName)).asJava)
+    case other => other
+  }
+
   /** Reads every action of one checkpoint file (one part of a multi-part checkpoint). */
   def read(path: Path, conf: Configuration): Iterator[Action] = {
     // Read options from `conf` itself: ParquetFileReader.open(file) alone builds a fresh Hadoop Configuration and
@@ -64,7 +78,7 @@ object Checkpoints {
     val reader = ParquetFileReader.open(HadoopInputFile.fromPath(path, conf), HadoopReadOptions.builder(conf).build())
     try {
       val fileSchema = reader.getFooter.getFileMetaData.getSchema
-      val wanted = fileSchema.getFields.asScala.filter(f => ActionColumns.contains(f.getName)).toSeq
+      val wanted = fileSchema.getFields.asScala.filter(f => ActionColumns.contains(f.getName)).map(withoutTypedCopies).toSeq
       val projection = new MessageType(fileSchema.getName, wanted.asJava)
       reader.setRequestedSchema(projection)
       val out = Vector.newBuilder[Action]
@@ -77,7 +91,9 @@ object Checkpoints {
           val row = records.read()
           wanted.indices.foreach { c =>
             if (row.getFieldRepetitionCount(c) > 0) {
-              out += ActionCodec.fromJson(wanted(c).getName, groupToJson(row.getGroup(c, 0)).asInstanceOf[ObjectNode])
+              val body = groupToJson(row.getGroup(c, 0)).asInstanceOf[ObjectNode]
+              CheckpointOnlyFields.foreach(f => body.remove(f))
+              out += ActionCodec.fromJson(wanted(c).getName, body)
             }
           }
           i += 1

@@ -2,20 +2,20 @@ package io.strata.log
 
 /**
  * Decides whether the commits that won the race (or that landed between the version a write's input read and the
- * version it started from) logically conflict with a transaction. The rules, per winning commit, in this order
- * (docs/concurrency.md has the full matrix):
- *  1. a protocol change conflicts; 2. a metadata change conflicts (a concurrent CREATE too);
- *  3. a `txn` of an application this transaction commits for: at or past our version, ours is already committed
- *     ([[AlreadyCommitted]], not an error); below it, two runs of one application raced (conflict);
- *  4. an add: when this transaction changes metadata or defines the table, any add conflicts (it was written for
- *     the old schema, constraints or table); under serializable isolation an add with `dataChange` that may match
- *     a read predicate conflicts; under snapshot isolation adds never conflict otherwise;
- *  5. a remove (any `dataChange`) of a file this transaction removes (delete-delete) or depends on (delete-read)
- *     conflicts at every level; so does a data-changing remove whose partition values and statistics may match a
- *     read predicate (rows this transaction read were deleted);
- *  6. deletion vectors: a file's new vector (remove and add of one path) adds no rows, so its add is no append; when
- *     this transaction deletes rows of the same file with a vector ([[RowDeleteRebase]], DELETE / UPDATE) and the
- *     rows are disjoint, the remove is absorbed instead of conflicting (overlapping rows: delete-delete).
+ * version it started from) logically conflict with a transaction. A transaction may commit on top of a winner only
+ * when the result equals a serial order of the two, and each rule below says which order and why it holds. The one
+ * question every rule answers: can a row this transaction's read matched have changed, disappeared or become
+ * visible? (docs/concurrency.md has the matrix; ConflictMatrixSuite and DeletionVectorRaceSuite a test per refusal.)
+ *
+ * Per winning commit, in this order:
+ *  1. `txn` of an application we commit for: at or past our version ours is already committed; otherwise conflict.
+ *  2. metadata, 3. protocol: conflict (rows were written or read under another definition).
+ *  4. adds: conflict when we change metadata; otherwise an add that may bring rows matching our read set conflicts
+ *     unless the serial order "us, then winner" explains it (see [[checksAdds]]); a new vector that only deletes
+ *     rows brings none ([[onlyDeletes]]); a `dataChange = false` add only moves rows (its removes are rule 5).
+ *  5. removes: of a file we remove or read, conflict at every level; a data-changing remove that may match our read
+ *     set deleted rows we read: conflict. 6. One exception to 5 ([[RowDeleteRebase.absorb]]): a new vector on a file
+ *     our DELETE / UPDATE also grows, deleting other rows and bringing none back.
  */
 private[log] final class ConflictChecker(
     log: TableLog,
@@ -56,7 +56,7 @@ private[log] final class ConflictChecker(
 
   private def check(version: Long, winner: Seq[Action]): Unit = {
     val op = winner.collectFirst { case c: CommitInfo => c.operation.getOrElse("unknown") }.getOrElse("unknown")
-    // Application ids first: a retry whose earlier attempt (or a twin run) committed must be told so, not fail.
+    // Rule 1. Application ids first: a retry whose earlier attempt (or a twin run) committed must be told so.
     winner.foreach {
       case t: SetTransaction if ownAppTxns.get(t.appId).exists(t.version >= _) =>
         throw new AlreadyCommitted(version, t.appId, t.version)
@@ -65,42 +65,53 @@ private[log] final class ConflictChecker(
           s"${t.version} concurrently")
       case _ =>
     }
-    // Metadata before protocol: a commit that creates the table (or changes its schema and upgrades the protocol
-    // with it) carries both, and the metadata change is what the losing transaction needs to hear about.
+    // Rules 2 and 3. Metadata before protocol: a commit that creates the table (or changes its schema and upgrades
+    // the protocol with it) carries both, and the metadata change is what the losing transaction needs to hear about.
     if (winner.exists(_.isInstanceOf[Metadata])) throw new MetadataChangedException(version, op,
       if (readVersion >= 0) "the table's metadata changed" else "the table was created concurrently")
     if (winner.exists(_.isInstanceOf[Protocol])) {
       throw new ProtocolChangedException(version, op, "the table's protocol changed")
     }
-    // A file given a new deletion vector (remove and add of one path): no rows added, some deleted.
-    val revectored: Map[String, AddFile] = {
-      val removedPaths = winner.collect { case r: RemoveFile => abs(r.path) }.toSet
-      winner.collect { case a: AddFile if removedPaths(abs(a.path)) => abs(a.path) -> a }.toMap
-    }
-    // Rows of one of our files deleted by the winner, disjoint from ours: absorbed (see RowDeleteRebase).
+    val winnerRemoves: Map[String, RemoveFile] = winner.collect { case r: RemoveFile => abs(r.path) -> r }.toMap
+    // A file given a new deletion vector: the remove of its old entry and the add of its new one, same path.
+    val revectored: Map[String, AddFile] =
+      winner.collect { case a: AddFile if winnerRemoves.contains(abs(a.path)) => abs(a.path) -> a }.toMap
+    // Rule 6: a new vector on one of our files, other rows, none brought back (see RowDeleteRebase.absorb).
     val absorbed: Set[String] = rowRebase.fold(Set.empty[String]) { rebase =>
-      winner.collect {
-        case r: RemoveFile if revectored.contains(abs(r.path)) && rebase.changes(abs(r.path)) &&
-          rebase.absorb(version, op, abs(r.path), r, revectored(abs(r.path))) => abs(r.path)
+      revectored.collect {
+        case (path, a) if rebase.changes(path) && rebase.absorb(version, op, path, winnerRemoves(path), a) => path
       }.toSet
     }
+    val addsChecked = checksAdds(winner)
     winner.foreach {
-      case a: AddFile if revectored.contains(abs(a.path)) && !changesMetadata =>
-      case r: RemoveFile if absorbed(abs(r.path)) =>
+      // Rule 4. A definition change: rows added under the old schema, constraints or table cannot stay.
       case a: AddFile if changesMetadata => throw new MetadataChangedException(version, op,
         s"it added file ${a.path} while this transaction changes the table's definition")
-      case a: AddFile if a.dataChange && isolation == IsolationLevel.Serializable =>
-        reads.predicates.find(_.mayMatch(a.partitionValues, a.stats)).foreach { p =>
-          throw new ConcurrentAppendException(version, op, s"it added file ${a.path} to $p, which this " +
-            "transaction read")
-        }
+      // Rows moved by a rewrite (compaction): none new; the removes of the files they came from are rule 5.
+      case a: AddFile if !a.dataChange =>
+      // A grown vector brings no row back: the file's rows are a subset of those we could have read.
+      case a: AddFile if revectored.contains(abs(a.path)) && onlyDeletes(winnerRemoves(abs(a.path)), a) =>
+      // New rows (or rows a smaller vector brought back, as a RESTORE does): had we read after the winner, a row that
+      // may match our read set would have been ours to read. File entries bound every row by partition values and
+      // min/max statistics, so a file no predicate may match holds no such row and "winner, then us" reads the same.
+      case a: AddFile if addsChecked => reads.predicates.find(_.mayMatch(a.partitionValues, a.stats)).foreach { p =>
+        val what = if (revectored.contains(abs(a.path))) s"brought back deleted rows of file ${a.path} (its new " +
+          "deletion vector lacks rows the old one had)" else s"added file ${a.path}"
+        throw new ConcurrentAppendException(version, op, s"$what to $p, which this transaction read")
+      }
+      case _: AddFile =>
+      case r: RemoveFile if absorbed(abs(r.path)) =>
+      // Rule 5. Removing a file again (or keeping a rewrite of a file that is gone) would resurrect or duplicate its
+      // rows, whatever dataChange says: a compaction moved them elsewhere.
       case r: RemoveFile =>
         val path = abs(r.path)
         val how = if (r.dataChange) "removed" else "rewrote (dataChange=false)"
         if (removed(path)) throw new ConcurrentDeleteDeleteException(version, op, s"it also $how file ${r.path}")
         if (reads.files(path)) throw new ConcurrentDeleteReadException(version, op,
           s"it $how file ${r.path}, which this transaction read")
-        // Rows deleted from what this transaction read (a rewrite with dataChange=false moved them, deleted none).
+        // Rows deleted from what this transaction read: "winner, then us" would not have read them, "us, then
+        // winner" would have had the winner delete rows we may have changed. A rewrite (dataChange=false) of a file
+        // we did not read moved rows we did not read.
         if (r.dataChange) reads.predicates.find(_.mayMatch(r.partitionValues.getOrElse(Map.empty), r.stats))
           .foreach { p =>
             throw new ConcurrentDeleteReadException(version, op, s"it removed file ${r.path} from $p, which this " +
@@ -108,6 +119,28 @@ private[log] final class ConflictChecker(
           }
       case _ =>
     }
+  }
+
+  /**
+   * Whether the winner's new rows are judged against our read set. Under serializable isolation always. Under
+   * snapshot isolation not for a blind append: it read nothing, so the serial order "us, then the append" gives the
+   * same table (our removes touch none of its new files). Any other winner (an UPDATE's rewritten rows, a MERGE, a
+   * RESTORE's returning rows) read the table, possibly rows we changed, so "us, then winner" need not hold: its new
+   * rows are checked as under serializable isolation (delta-spark's WriteSerializable does the same).
+   */
+  private def checksAdds(winner: Seq[Action]): Boolean = isolation == IsolationLevel.Serializable || {
+    val declared = winner.collectFirst { case c: CommitInfo => Option(c.json.get("isBlindAppend")) }.flatten
+      .filter(_.isBoolean).map(_.asBoolean)
+    // Engines that do not say: a commit that removed nothing is taken for a blind append.
+    !declared.getOrElse(!winner.exists(_.isInstanceOf[RemoveFile]))
+  }
+
+  /** Whether `added` (same path as `removed`) only deletes more rows: its vector contains the removed entry's. */
+  private def onlyDeletes(removed: RemoveFile, added: AddFile): Boolean = (removed.deletionVector, added.deletionVector) match {
+    case (None, Some(_)) => true
+    case (Some(old), Some(now)) => now.cardinality >= old.cardinality && (old.uniqueId == now.uniqueId ||
+      DeletionVectors.read(now, log.tablePath, log.conf).containsAll(DeletionVectors.read(old, log.tablePath, log.conf)))
+    case _ => false
   }
 }
 

@@ -129,6 +129,15 @@ final class DeletedRows private (private val keys: Array[Int], private val bitma
     new DeletedRows(ks.result(), bs.result())
   }
 
+  /** Whether every row `other` deletes is deleted here too (this set is a superset of `other`). */
+  def containsAll(other: DeletedRows): Boolean = {
+    var i = 0
+    other.keys.indices.forall { j =>
+      while (i < keys.length && keys(i) < other.keys(j)) i += 1
+      i < keys.length && keys(i) == other.keys(j) && RoaringBitmap.andNotCardinality(other.bitmaps(j), bitmaps(i)) == 0
+    }
+  }
+
   /** Whether a row is deleted by both. */
   def intersects(other: DeletedRows): Boolean = {
     var i = 0

@@ -97,6 +97,20 @@ object DeletionVectors {
     rows
   }
 
+  /**
+   * The statistics of a file entry that gets a deletion vector: `numRecords` (the stored rows; PROTOCOL.md, "Writer
+   * Requirement for Deletion Vectors", requires it of every add with a vector, even for a file written without
+   * statistics) and `tightBounds: false` (min/max still bound the live rows, no longer tightly).
+   */
+  def statsWithVector(stats: Option[String], physicalRows: Long): String = {
+    val node = stats.flatMap(s => scala.util.Try(ActionCodec.mapper.readTree(s)).toOption).collect {
+      case o: com.fasterxml.jackson.databind.node.ObjectNode => o
+    }.getOrElse(ActionCodec.mapper.createObjectNode())
+    if (!Option(node.get("numRecords")).exists(_.canConvertToLong)) node.put("numRecords", physicalRows)
+    node.put("tightBounds", false)
+    ActionCodec.mapper.writeValueAsString(node)
+  }
+
   /** The row indexes in a deletion vector's data (magic number and RoaringBitmapArray). */
   def decode(data: Array[Byte]): DeletedRows = DeletionVectorFormat.decode(data)
 

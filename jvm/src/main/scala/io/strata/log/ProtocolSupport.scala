@@ -105,5 +105,14 @@ object ProtocolSupport {
   def deletionVectorsEnabled(m: Metadata): Boolean =
     m.configuration.get("delta.enableDeletionVectors").exists(_.trim.equalsIgnoreCase("true"))
 
+  /**
+   * Whether a row-level change may write deletion vectors: the property asks for them and the protocol lists the
+   * feature (readers that honour vectors are only promised by the protocol). Another writer can set the property
+   * without upgrading the protocol; vectors written then would be ignored by delta-spark and delta-rs, which would
+   * read the deleted rows back, so such a table is changed copy-on-write (as delta-spark does).
+   */
+  def deletionVectorsWritable(p: Protocol, m: Metadata): Boolean = deletionVectorsEnabled(m) &&
+    p.readerFeatures.exists(_("deletionVectors")) && p.writerFeatures.exists(_("deletionVectors"))
+
   private def usesTimestampNtz(m: Metadata): Boolean = m.schemaString.contains("\"timestamp_ntz\"")
 }

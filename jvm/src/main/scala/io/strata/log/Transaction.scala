@@ -176,10 +176,16 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     } catch { case NonFatal(e) => Transaction.logger.debug(s"Not caching version $version of ${log.tablePath}", e); None }
   }
 
-  /** One attempt to create `version`. After an I/O error the version is read back: our txnId says whether it landed. */
+  /**
+   * One attempt to create `version`. After an I/O error, and after "already exists" too, the version is read back:
+   * our txnId says whether it landed. A store that retries a put whose first attempt landed reports "already
+   * exists" for our own commit; taking that for a lost race would commit a blind append twice, or fail a rewrite
+   * against itself and delete the files its landed commit references.
+   */
   private def put(version: Long, lines: Seq[String]): Transaction.PutOutcome =
     try { log.store.putIfAbsent(FileNames.deltaFile(log.logPath, version), lines); Transaction.Landed } catch {
-      case _: FileAlreadyExistsException | _: java.nio.file.FileAlreadyExistsException => Transaction.LostRace
+      case _: FileAlreadyExistsException | _: java.nio.file.FileAlreadyExistsException =>
+        if (ownCommitAt(version).contains(true)) Transaction.Landed else Transaction.LostRace
       case e: java.io.IOException => ownCommitAt(version) match {
         case Some(true) => Transaction.Landed
         case Some(false) => Transaction.LostRace

@@ -1,6 +1,6 @@
 package io.strata.write
 
-import io.strata.log.{ActionCodec, AddFile, DeletedRows, DeletionVectorStore, DeletionVectors, Snapshot}
+import io.strata.log.{AddFile, DeletedRows, DeletionVectorStore, DeletionVectors, Snapshot}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
@@ -29,15 +29,15 @@ object DeletionVectorChanges {
       val file = byPath.getOrElse(path, throw new IllegalStateException(
         s"Rows were deleted from $path, which is not a file of version ${snapshot.version} of ${snapshot.tablePath}"))
       val all = file.deletionVector.fold(rows)(dv => DeletionVectors.read(dv, snapshot.tablePath, conf).union(rows))
-      (file, all, rows.cardinality)
+      (file, all, rows.cardinality, physicalRows(file, snapshot.tablePath, conf))
     }
-    val (gone, kept) = grown.partition { case (file, all, _) =>
-      physicalRows(file, snapshot.tablePath, conf) == all.cardinality }
+    val (gone, kept) = grown.partition { case (_, all, _, stored) => stored == all.cardinality }
     val store = if (kept.isEmpty) Nil
       else DeletionVectorStore.write(snapshot.tablePath, conf, kept.map(_._2), maxInlineBytes)
     val written = store.flatMap(_.file(snapshot.tablePath)).headOption
-    val changed = gone.map { case (file, _, _) => (file, None) } ++ kept.zip(store).map { case ((file, _, _), dv) =>
-      (file, Some(file.copy(deletionVector = Some(dv), dataChange = true, stats = file.stats.map(looseBounds))))
+    val changed = gone.map { case (file, _, _, _) => (file, None) } ++ kept.zip(store).map {
+      case ((file, _, _, stored), dv) => (file, Some(file.copy(deletionVector = Some(dv), dataChange = true,
+        stats = Some(DeletionVectors.statsWithVector(file.stats, stored)))))
     }
     DeletionVectorChanges(changed, written, grown.map(_._3).sum, deleted.filterNot(_._2.isEmpty))
   }
@@ -50,15 +50,4 @@ object DeletionVectorChanges {
         org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(path, conf))
       try reader.getRecordCount finally reader.close()
     }
-
-  /** Statistics of a file with deleted rows: min/max still bound the live rows, but no longer tightly. */
-  private def looseBounds(stats: String): String = {
-    val node = ActionCodec.mapper.readTree(stats)
-    node match {
-      case o: com.fasterxml.jackson.databind.node.ObjectNode =>
-        o.put("tightBounds", false)
-        ActionCodec.mapper.writeValueAsString(o)
-      case _ => stats
-    }
-  }
 }

@@ -48,31 +48,33 @@ class ConflictMatrixSuite extends AnyFunSuite with LogTestSupport {
     Op("delete of a (p=1)", t => OverwriteByFilter(pIs1, Seq(file(t, "a")), Nil).stage(t, now)),
     Op("compaction of a (p=1)", t => RewriteFiles(Seq(file(t, "a")), Seq(inP("1", "w"))).stage(t, now)),
     Op("metadata change", t => ChangeMetadata(newConf(t), Nil).stage(t, now)),
-    Op("idempotent append, app x version 1", _ => Seq(SetTransaction("x", 1L, Some(now)), inP("2", "w"))))
+    Op("idempotent append, app x version 1", _ => Seq(SetTransaction("x", 1L, Some(now)), inP("2", "w"))),
+    // Not a blind append: its rows came from a read of the table, so "T, then W" need not be a serial order.
+    Op("append to p=1 read from p=2", { t => t.readWhere(partitionIs("p", "2")); Append(Seq(inP("1", "w"))).stage(t, now) }))
 
   private val Commits = "commits"
   private val Skipped = "already committed"
   // Rows: T's operations; columns: winners in the order above. Snapshot isolation differs only where noted.
   private val serializable: Map[String, Seq[String]] = Map(
-    "blind append to p=1" -> Seq(Commits, Commits, Commits, Commits, "MetadataChangedException", Commits),
+    "blind append to p=1" -> Seq(Commits, Commits, Commits, Commits, "MetadataChangedException", Commits, Commits),
     "append read from p=1 (read-then-write)" -> Seq(Commits, "ConcurrentAppendException",
-      "ConcurrentDeleteReadException", Commits, "MetadataChangedException", Commits),
+      "ConcurrentDeleteReadException", Commits, "MetadataChangedException", Commits, "ConcurrentAppendException"),
     "overwrite p=1 (replaceWhere / dynamic)" -> Seq(Commits, "ConcurrentAppendException",
-      "ConcurrentDeleteDeleteException", "ConcurrentDeleteDeleteException", "MetadataChangedException", Commits),
+      "ConcurrentDeleteDeleteException", "ConcurrentDeleteDeleteException", "MetadataChangedException", Commits, "ConcurrentAppendException"),
     "overwrite whole table" -> Seq("ConcurrentAppendException", "ConcurrentAppendException",
       "ConcurrentDeleteDeleteException", "ConcurrentDeleteDeleteException", "MetadataChangedException",
-      "ConcurrentAppendException"),
+      "ConcurrentAppendException", "ConcurrentAppendException"),
     "metadata change (SET TBLPROPERTIES)" -> Seq("MetadataChangedException", "MetadataChangedException", Commits,
-      "MetadataChangedException", "MetadataChangedException", "MetadataChangedException"),
+      "MetadataChangedException", "MetadataChangedException", "MetadataChangedException", "MetadataChangedException"),
     "replace table (CREATE OR REPLACE, overwriteSchema)" -> Seq("MetadataChangedException",
       "MetadataChangedException", "ConcurrentDeleteDeleteException", "ConcurrentDeleteDeleteException",
-      "MetadataChangedException", "MetadataChangedException"),
+      "MetadataChangedException", "MetadataChangedException", "MetadataChangedException"),
     "compaction of p=1 (dataChange=false)" -> Seq(Commits, Commits, "ConcurrentDeleteDeleteException",
-      "ConcurrentDeleteDeleteException", "MetadataChangedException", Commits),
+      "ConcurrentDeleteDeleteException", "MetadataChangedException", Commits, Commits),
     "idempotent append, app x version 1" -> Seq(Commits, Commits, Commits, Commits, "MetadataChangedException",
-      Skipped),
+      Skipped, Commits),
     "idempotent append, app x version 2" -> Seq(Commits, Commits, Commits, Commits, "MetadataChangedException",
-      "ConcurrentTransactionException"))
+      "ConcurrentTransactionException", Commits))
   private val snapshotDiffers: Map[(String, String), String] = Map(
     ("append read from p=1 (read-then-write)", "append to p=1") -> Commits,
     ("overwrite p=1 (replaceWhere / dynamic)", "append to p=1") -> Commits,

@@ -114,7 +114,11 @@ final class MergeOnReadBatchWrite(tableWrite: TableWrite, snapshot: Snapshot, co
       val op = TableOperation.DeleteRows(read, changes.changed, added, rebase)
       val result = tableWrite.commitOperation(op, Operation(command, params, metrics, tableWrite.options.userMetadata))
       if (result.alreadyCommitted) cleanUp(added, vectors.toSeq ++ rebase.toSeq.flatMap(_.writtenFiles))
-      else committed = Some((result.version, (System.nanoTime() - start) / 1000000L))
+      else {
+        committed = Some((result.version, (System.nanoTime() - start) / 1000000L))
+        // Vector files superseded when a lost race re-staged the commit: no version references them.
+        cleanUp(Nil, rebase.toSeq.flatMap(_.unreferenced(vectors.toSeq)))
+      }
       if (tasks.exists(_.rows.rerun)) jobFiles.sweepAfterCommit(log.conf, added)
     } catch {
       case e: StrataException => cleanUp(added, vectors.toSeq ++ rebase.toSeq.flatMap(_.writtenFiles)); throw e
