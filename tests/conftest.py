@@ -18,6 +18,8 @@ os.environ["PYSPARK_PYTHON"] = sys.executable
 import strata  # noqa: E402  (after TZ)
 from pyspark.sql import SparkSession  # noqa: E402
 
+from delta_spark_peer import Peer, start_peer  # noqa: E402
+
 
 REPO = Path(__file__).resolve().parent.parent
 S3_JARS_DIR = REPO / "build" / "s3-jars"
@@ -45,6 +47,13 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
+    """The delta-spark 4.4.0 peer application (tests/delta_spark_peer.py), one for the whole run: each start costs
+    about 17 s, and the modules that use it only run SQL on their own tables and read them."""
+    yield from start_peer(tmp_path_factory)
 
 
 @pytest.fixture

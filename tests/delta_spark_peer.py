@@ -1,5 +1,5 @@
-"""The delta-spark 4.4.0 peer as one long-lived application per test module (tests/peers/delta_spark_job.py
-`serve`): run SQL there (`peer.call("sql", statements=[...])`, e.g. VACUUM / RESTORE / OPTIMIZE on delta.`path`)
+"""The delta-spark 4.4.0 peer as one long-lived application for the run (the `peer` fixture of conftest.py;
+tests/peers/delta_spark_job.py `serve`): run SQL there (`peer.call("sql", statements=[...])`, e.g. VACUUM / RESTORE / OPTIMIZE on delta.`path`)
 and read a table's rows at versions (`peer.read(path, versions)`), without a JVM start per request."""
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ class Peer:
 
 
 def start_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
-    """For a module-scoped fixture: ``peer = pytest.fixture(scope="module")(start_peer)``."""
+    """For the session-scoped ``peer`` fixture of conftest.py."""
     p = Peer(tmp_path_factory.mktemp("delta_spark_peer") / "delta_spark.log")
     yield p
     p.stop()

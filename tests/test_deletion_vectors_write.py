@@ -36,7 +36,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 import strata
 from strata import DeleteMetrics, MergeMetrics, UpdateMetrics
-from delta_spark_peer import Peer, start_peer
+from delta_spark_peer import Peer
 from test_dml_delta_spark import STATEMENTS, TABLES, M
 
 DV = "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
@@ -61,7 +61,6 @@ DV_TABLES = {name: dv_ddl(name, ddl) for name, ddl in TABLES.items()}
 LA = "America/Los_Angeles"
 
 
-peer = pytest.fixture(scope="module")(start_peer)
 
 
 # ------------------------------------------------------------------------------------------------ log and rows
@@ -683,3 +682,25 @@ def test_partition_delete_by_datetime_function(spark: SparkSession, tmp_path: Pa
     spark.sql(f"INSERT INTO {t} VALUES (1, TIMESTAMP'2024-01-01 16:00:00'), (2, TIMESTAMP'2024-01-01 10:00:00')")
     spark.sql(f"DELETE FROM {t} WHERE hour(ts) = 16")
     assert [r[0] for r in spark.sql(f"SELECT id FROM {t}").collect()] == [2]
+
+
+def test_property_without_protocol_feature_writes_no_vectors(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
+    """Issue 30, defect 4: another writer set delta.enableDeletionVectors without adding the deletionVectors feature to
+    the protocol. Vectors written then would be ignored by delta-spark and deltalake (the deleted rows read back), so
+    Strata's DML rewrites files (copy-on-write), and every engine reads the changed rows alike."""
+    path = tmp_path / "t"
+    t = f"strata.`{path}`"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, v STRING) USING strata")
+    spark.range(0, 20, 1, 1).selectExpr("id", "concat('v', id) AS v").write.format("strata").mode("append").save(str(path))
+    meta = next(a["metaData"] for a in commit_actions(path, 0) if "metaData" in a)
+    meta["configuration"]["delta.enableDeletionVectors"] = "true"
+    v = log_version(path) + 1
+    (path / "_delta_log" / f"{v:020d}.json").write_text(json.dumps({"metaData": meta}) + "\n", encoding="utf-8")
+    spark.sql(f"DELETE FROM {t} WHERE id = 4")
+    spark.sql(f"UPDATE {t} SET v = 'u' WHERE id = 5")
+    assert not any(vector_adds(commit_actions(path, n)) for n in range(v + 1, log_version(path) + 1))
+    columns, mine = strata_rows(spark, path)
+    expected = sorted(((i, "u" if i == 5 else f"v{i}") for i in range(20) if i != 4), key=repr)
+    assert mine == expected
+    assert deltalake_rows(path, columns) == expected
+    assert peer.read(path, versions=[log_version(path)]) == [strata_json(spark, path)]

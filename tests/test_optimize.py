@@ -13,9 +13,8 @@ import pytest
 from deltalake import DeltaTable, QueryBuilder
 from pyspark.sql import SparkSession
 
-from delta_spark_peer import Peer, start_peer
+from delta_spark_peer import Peer
 
-peer = pytest.fixture(scope="module")(start_peer)
 PARTS = ["a", None, "x/y=z%", "sp ace"]
 
 

@@ -16,10 +16,9 @@ from deltalake import DeltaTable, QueryBuilder
 from pyspark.sql import SparkSession
 
 import strata
-from delta_spark_peer import Peer, start_peer
+from delta_spark_peer import Peer
 from test_dml_delta_spark import _plain
 
-peer = pytest.fixture(scope="module")(start_peer)
 
 COLUMNS = ["id", "v"]
 

@@ -18,10 +18,9 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from delta_spark_peer import Peer, start_peer
+from delta_spark_peer import Peer
 from test_streaming_sink import commits, query_id, table_version
 
-peer = pytest.fixture(scope="module")(start_peer)
 
 
 def strata_rows(spark: SparkSession, table: Path) -> list[tuple[Any, ...]]:

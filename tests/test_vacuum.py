@@ -20,9 +20,8 @@ from deltalake import DeltaTable, QueryBuilder
 from pyspark.sql import SparkSession
 
 import strata
-from delta_spark_peer import Peer, start_peer
+from delta_spark_peer import Peer
 
-peer = pytest.fixture(scope="module")(start_peer)
 ZONE = "America/Los_Angeles"
 UNCHECKED = {"spark.strata.vacuum.retentionCheck.enabled": "false", "spark.strata.vacuum.orphanMinAgeHours": "0"}
 # delta-spark's VACUUM lists with spark.sql.sources.parallelPartitionDiscovery.parallelism tasks (10,000 by default: minutes

@@ -8,8 +8,9 @@ import java.util.Locale
  * metadata or protocol changed.
  *  - `serializable` (default): also refuses when a concurrent commit added rows to what the transaction read (an
  *    overwrite then fails rather than keep rows it did not see): the outcome equals some serial order.
- *  - `snapshot`: concurrent additions do not conflict; an overwrite keeps rows appended while it ran. More writers
- *    succeed under contention (e.g. a nightly partition rewrite beside a stream of appends).
+ *  - `snapshot`: concurrent blind appends do not conflict; an overwrite keeps rows appended while it ran (the serial
+ *    order: the overwrite, then the append). More writers succeed under contention (e.g. a nightly partition
+ *    rewrite beside a stream of appends). New rows from a winner that read the table still conflict.
  */
 sealed abstract class IsolationLevel(val name: String, val commitInfoName: String)
 
