@@ -29,7 +29,8 @@ class ConflictRulesSuite extends AnyFunSuite with LogTestSupport {
   /** The winner re-adds file a with the vector `rows` (its remove says dataChange=false: only the add can refuse). */
   private def revector(table: java.nio.file.Path, log: TableLog, rows: Seq[Long]): Unit = {
     val a = log.snapshot().files.head
-    writeCommit(table, 1, Seq(a.remove(now, dataChange = false), a.copy(deletionVector = Some(vector(table, rows)))))
+    writeCommit(table, 1, Seq(a.remove(now, dataChange = false),
+      a.copy(deletionVector = Some(vector(table, rows)), dataChange = true)))
   }
 
   test("a new vector lacking rows the old one had brings rows back: judged as new rows, a typed conflict") {
