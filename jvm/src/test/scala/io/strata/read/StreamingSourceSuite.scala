@@ -186,6 +186,30 @@ class StreamingSourceSuite extends AnyFunSuite with SparkTestSession {
     assert(beyond.getMessage.contains(s"the latest version of strata.`$path` is $v"), beyond.getMessage)
   }
 
+  test("startingTimestamp after the latest commit is refused before any batch, naming both times in the session " +
+    "time zone; at the latest commit's time exactly it starts there") {
+    val dir = tempDir("src-ts-after")
+    val path = dir.resolve("t").toString
+    append(path, 0, 3)
+    append(path, 3, 5)
+    val log = Paths.get(path, "_delta_log")
+    (0L to 1L).foreach(i => log.resolve(f"$i%020d.json").toFile.setLastModified(1000000L * (i + 1)))
+    val zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try {
+      // Version 1 was committed at 2,000 s after the epoch: 1969-12-31 16:33:20 in Los Angeles.
+      val cp = dir.resolve("cp1")
+      val e = failure(drain(path, cp.toString, Map("startingTimestamp" -> "1969-12-31 16:33:20.001")))
+      assert(e.isInstanceOf[InvalidTableOperationException], e)
+      assert(e.getMessage == "Option startingTimestamp is 1969-12-31 16:33:20.001 America/Los_Angeles but the " +
+        s"latest commit of strata.`$path` (version 1) was at 1969-12-31 16:33:20.000 America/Los_Angeles. Use a " +
+        "timestamp at or before that one, or startingVersion=latest to stream only the commits after the latest.")
+      assert(!Files.exists(cp.resolve("offsets").resolve("0")), "no micro-batch was planned")
+      val atLatest = drain(path, dir.resolve("cp2").toString, Map("startingTimestamp" -> "1969-12-31 16:33:20"))
+      assert(atLatest.ids.sorted == Seq(3L, 4L))
+    } finally spark.conf.set("spark.sql.session.timeZone", zone)
+  }
+
   test("catalog tables (strata and spark_catalog), a partition column in the middle, a schema change") {
     val dir = tempDir("src-catalog")
     spark.sql("CREATE NAMESPACE IF NOT EXISTS strata.srcdb")
