@@ -44,6 +44,7 @@ final class StrataStreamScan(tablePath: Path, tableName: String, schema: StructT
         java.time.ZoneId.of(SparkInternals.sessionTimeZone(spark), java.time.ZoneId.SHORT_IDS))
       case _ => StreamStart.CurrentRows
     }
-    new StrataMicroBatchStream(log, tableName, metadata, parsed, start)
+    val startRecord = new StreamStartRecord(new Path(checkpointLocation), SparkInternals.hadoopConf(spark, Map.empty))
+    new StrataMicroBatchStream(log, tableName, metadata, parsed, start, startRecord)
   }
 }
