@@ -52,3 +52,17 @@ def test_stream_arguments_checked_before_spark(spark: SparkSession, tmp_path: Pa
     with pytest.raises(strata.InvalidOptionError, ) as e:
         strata.Table.for_path(spark, str(tmp_path / "missing")).stream(**kwargs)
     assert message in str(e.value)
+
+
+def test_stream_starting_timestamp_after_latest_commit_refused(spark: SparkSession, tmp_path: Path) -> None:
+    """Refused when the query starts, before any micro-batch; strata.errors.translate() makes it typed."""
+    path = str(tmp_path / "t")
+    spark.range(0, 3).write.format("strata").save(path)
+    stream = strata.Table.for_path(spark, path).stream(starting_timestamp=dt.datetime(2999, 1, 1))
+    with pytest.raises(strata.InvalidOptionError) as e, strata.errors.translate():
+        _drain(stream, tmp_path / "cp")
+    assert str(e.value).startswith(
+        f"Option startingTimestamp is 2999-01-01 00:00:00.000 UTC but the latest commit of strata.`{path}` "), e.value
+    assert "(version 0) was at " in str(e.value) and "or startingVersion=latest" in str(e.value), e.value
+    assert e.value.jvm_class == "io.strata.log.InvalidTableOperationException"
+    assert not list((tmp_path / "cp" / "offsets").glob("[0-9]*")), "no micro-batch was planned"

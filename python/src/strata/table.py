@@ -223,7 +223,9 @@ class Table:
         read like :meth:`to_df`'s) start at a commit instead. ``max_files_per_trigger`` (default 1,000) and
         ``max_bytes_per_trigger`` (bytes, or ``'64m'``) bound each micro-batch. A commit that removes or rewrites rows
         (DELETE, UPDATE, MERGE, overwrite) stops the stream unless ``skip_change_commits``, which skips such commits
-        whole; OPTIMIZE commits stream nothing. Bad arguments raise :class:`strata.InvalidOptionError` here.
+        whole; OPTIMIZE commits stream nothing. Bad arguments raise :class:`strata.InvalidOptionError` here; a
+        ``starting_timestamp`` after the latest commit is refused when the query starts (a ``StreamingQueryException``,
+        :class:`strata.InvalidOptionError` under :func:`strata.errors.translate`).
 
         >>> q = (strata.Table.for_name(spark, "strata.db.bronze").stream(max_files_per_trigger=100)
         ...      .writeStream.format("strata").option("checkpointLocation", "/chk/silver")

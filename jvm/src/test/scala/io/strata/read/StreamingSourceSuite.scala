@@ -51,6 +51,27 @@ class StreamingSourceSuite extends AnyFunSuite with SparkTestSession {
     Run(batches.toSeq, q.recentProgress.toSeq)
   }
 
+  /**
+   * A running query on `path` (the default trigger: a micro-batch whenever something new is committed) into
+   * foreachBatch. `afterRead(batchId)` runs in each micro-batch once its ids were read, before they are recorded: it
+   * may commit a rival, or throw to fail the batch as a driver dying there would (offsets logged, batch not done).
+   */
+  private final class RunningStream(path: String, checkpoint: String, options: Map[String, String],
+                                    afterRead: Long => Unit = _ => ()) {
+    val batches = mutable.ArrayBuffer.empty[(Long, Seq[Long])]
+    val query = spark.readStream.format("strata").options(options).load(path).writeStream
+      .option("checkpointLocation", checkpoint)
+      .foreachBatch { (batch: DataFrame, id: Long) =>
+        val ids = batch.select("id").collect().map(_.getLong(0)).toSeq.sorted
+        afterRead(id)
+        batches += id -> ids; ()
+      }.start()
+    /** Returns once every commit made before the call was read (or the query failed: then it throws). */
+    def step(): Unit = query.processAllAvailable()
+    def ids: Seq[Long] = batches.flatMap(_._2).toSeq
+    def stop(): Unit = query.stop()
+  }
+
   private def failure(body: => Any): Throwable = {
     val e = intercept[StreamingQueryException](body)
     Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).find(c =>
@@ -184,6 +205,105 @@ class StreamingSourceSuite extends AnyFunSuite with SparkTestSession {
     assert(unknown.getMessage.contains("Unknown option 'maxFilesPerTriger'. Did you mean 'maxFilesPerTrigger'?"))
     val beyond = failure(drain(path, dir.resolve("cp5").toString, Map("startingVersion" -> "99")))
     assert(beyond.getMessage.contains(s"the latest version of strata.`$path` is $v"), beyond.getMessage)
+  }
+
+  test("startingVersion latest on a running query: the commits after its start arrive once, the rows before it " +
+    "never; a restart goes on from the checkpoint") {
+    val dir = tempDir("src-latest-running")
+    val (path, cp) = (dir.resolve("t").toString, dir.resolve("cp").toString)
+    append(path, 0, 10)
+    val latest = Map("startingVersion" -> "latest")
+    val run = new RunningStream(path, cp, latest)
+    try {
+      run.step()
+      assert(run.batches.isEmpty)
+      append(path, 10, 13)
+      run.step()
+      append(path, 13, 15, files = 2)
+      run.step()
+      assert(run.ids == (10L until 15L), run.batches)
+    } finally run.stop()
+    append(path, 15, 17)
+    val restarted = new RunningStream(path, cp, latest)
+    try {
+      restarted.step()
+      assert(restarted.batches.map(_._1) == Seq(2L) && restarted.ids == Seq(15L, 16L), restarted.batches)
+    } finally restarted.stop()
+  }
+
+  test("the start is fixed once the first micro-batch is planned: batch 0 failed and run again after a restart " +
+    "reads what it first planned (startingVersion latest, current rows); a restart before any batch starts anew, " +
+    "as delta-spark") {
+    val dir = tempDir("src-start-restart")
+    val path = dir.resolve("t").toString
+    append(path, 0, 10)
+    // Batch 0 fails after a rival commit landed: Spark logged its end offset but re-runs it from initialOffset().
+    def failFirst(rival: () => Unit): Long => Unit = {
+      var failed = false
+      id => if (id == 0 && !failed) { failed = true; rival(); throw new IllegalStateException("batch 0 fails") }
+    }
+    val cp1 = dir.resolve("cp1").toString
+    val latest = Map("startingVersion" -> "latest")
+    val first = new RunningStream(path, cp1, latest, failFirst(() => append(path, 20, 22)))
+    try {
+      first.step()
+      append(path, 10, 12)
+      intercept[StreamingQueryException](first.step())
+    } finally first.stop()
+    val again = new RunningStream(path, cp1, latest)
+    try {
+      again.step()
+      assert(again.batches == Seq(0L -> Seq(10L, 11L), 1L -> Seq(20L, 21L)), "batch 0 as planned, then the rival")
+    } finally again.stop()
+
+    // No start option: batch 0 is the current rows (versions 0 to 2); the rival must come once, after them.
+    val cp2 = dir.resolve("cp2").toString
+    val current = new RunningStream(path, cp2, Map.empty, failFirst(() => append(path, 30, 32)))
+    try intercept[StreamingQueryException](current.step()) finally current.stop()
+    val currentAgain = new RunningStream(path, cp2, Map.empty)
+    try {
+      currentAgain.step()
+      assert(currentAgain.batches == Seq(0L -> ((0L until 12L) ++ (20L until 22L)), 1L -> Seq(30L, 31L)))
+    } finally currentAgain.stop()
+
+    // A query stopped before its first batch was planned kept no start: restarted, 'latest' is resolved again, so a
+    // commit made while it was stopped is not streamed (delta-spark 4.4.0 does the same); later ones are.
+    val cp3 = dir.resolve("cp3").toString
+    val idle = new RunningStream(path, cp3, latest)
+    try idle.step() finally idle.stop()
+    append(path, 40, 42)
+    val resumed = new RunningStream(path, cp3, latest)
+    try {
+      resumed.step()
+      assert(resumed.batches.isEmpty)
+      append(path, 42, 44)
+      resumed.step()
+      assert(resumed.batches == Seq(0L -> Seq(42L, 43L)))
+    } finally resumed.stop()
+  }
+
+  test("startingTimestamp after the latest commit is refused before any batch, naming both times in the session " +
+    "time zone; at the latest commit's time exactly it starts there") {
+    val dir = tempDir("src-ts-after")
+    val path = dir.resolve("t").toString
+    append(path, 0, 3)
+    append(path, 3, 5)
+    val log = Paths.get(path, "_delta_log")
+    (0L to 1L).foreach(i => log.resolve(f"$i%020d.json").toFile.setLastModified(1000000L * (i + 1)))
+    val zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try {
+      // Version 1 was committed at 2,000 s after the epoch: 1969-12-31 16:33:20 in Los Angeles.
+      val cp = dir.resolve("cp1")
+      val e = failure(drain(path, cp.toString, Map("startingTimestamp" -> "1969-12-31 16:33:20.001")))
+      assert(e.isInstanceOf[InvalidTableOperationException], e)
+      assert(e.getMessage == "Option startingTimestamp is 1969-12-31 16:33:20.001 America/Los_Angeles but the " +
+        s"latest commit of strata.`$path` (version 1) was at 1969-12-31 16:33:20.000 America/Los_Angeles. Use a " +
+        "timestamp at or before that one, or startingVersion=latest to stream only the commits after the latest.")
+      assert(!Files.exists(cp.resolve("offsets").resolve("0")), "no micro-batch was planned")
+      val atLatest = drain(path, dir.resolve("cp2").toString, Map("startingTimestamp" -> "1969-12-31 16:33:20"))
+      assert(atLatest.ids.sorted == Seq(3L, 4L))
+    } finally spark.conf.set("spark.sql.session.timeZone", zone)
   }
 
   test("catalog tables (strata and spark_catalog), a partition column in the middle, a schema change") {

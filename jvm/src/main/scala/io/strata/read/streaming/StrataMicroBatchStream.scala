@@ -20,10 +20,11 @@ final case class ReadMaxBytes(bytes: Long) extends ReadLimit
  * Strata's streaming source: the rows a table's commits append, in commit order, micro-batch by micro-batch
  * ([[TableAppends]] decides which files each batch takes; this class is the Spark side). Offsets are
  * [[SourceOffset]]s; a batch reads its files through Spark's Parquet scan, with deletion vectors when the files
- * have them. Trigger.AvailableNow reads up to the version that was latest when the trigger started.
+ * have them. Trigger.AvailableNow reads up to the version that was latest when the trigger started. The stream's
+ * start is worked out once per run and, from its first micro-batch on, kept in the checkpoint ([[StreamStartRecord]]).
  */
 final class StrataMicroBatchStream(log: TableLog, tableName: String, metadata: Metadata, options: StreamReadOptions,
-                                   start: StreamStart)
+                                   start: StreamStart, startRecord: StreamStartRecord)
     extends MicroBatchStream with SupportsAdmissionControl with SupportsTriggerAvailableNow with ReportsSourceMetrics {
   private val table = TableSchema.of(metadata)
   private val schema: StructType = table.schema
@@ -33,6 +34,12 @@ final class StrataMicroBatchStream(log: TableLog, tableName: String, metadata: M
   @volatile private var lastVersionAllowed: Option[Long] = None
   @volatile private var latestSeen: Option[Long] = None
   @volatile private var lastBatch: Option[(Int, Long)] = None
+  /**
+   * The start [[initialOffset]] gave. Spark asks for it on every trigger until a first micro-batch is planned, and
+   * again to run that batch; worked out anew each time, "latest" (or the current rows' snapshot) would move past
+   * every commit that lands meanwhile, and batch 0 could read other files than it was planned with.
+   */
+  @volatile private var resolvedStart: Option[SourceOffset] = None
 
   private def index(files: Seq[AddFile], version: Long, deletionVectors: Boolean) = SnapshotReader.filesIndex(
     SparkInternals.activeSession, log.tablePath, metadata, version, files, deletionVectors)
@@ -40,7 +47,13 @@ final class StrataMicroBatchStream(log: TableLog, tableName: String, metadata: M
   private lazy val readerFactory: PartitionReaderFactory = StreamScans.readerFactory(SparkInternals.activeSession,
     dv => index(Nil, -1L, dv), schema, dataSchema)
 
-  override def initialOffset(): Offset = appends.startOffset(start)
+  override def initialOffset(): Offset = synchronized {
+    resolvedStart.getOrElse {
+      val s = startRecord.read().getOrElse(appends.startOffset(start))
+      resolvedStart = Some(s)
+      s
+    }
+  }
   override def deserializeOffset(json: String): Offset = SourceOffset.fromJson(json)
   override def commit(end: Offset): Unit = appends.committed(offset(end))
   override def stop(): Unit = ()
@@ -65,7 +78,11 @@ final class StrataMicroBatchStream(log: TableLog, tableName: String, metadata: M
     val latest = appends.latestVersion()
     latestSeen = Some(latest)
     val end = appends.advance(from, admission(limit), lastVersionAllowed.fold(latest)(math.min(_, latest)))
-    if (end == from) null else end
+    if (end == from) null else {
+      // The first batch: Spark logs its end next, and after a restart runs it again from initialOffset().
+      if (resolvedStart.contains(from)) startRecord.record(from)
+      end
+    }
   }
 
   override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = {

@@ -40,9 +40,11 @@ final class StrataStreamScan(tablePath: Path, tableName: String, schema: StructT
       case (Some(StartingVersion.At(v)), _) => StreamStart.AtVersion(v)
       case (Some(StartingVersion.Latest), _) => StreamStart.AfterLatest
       case (_, Some(ts)) => StreamStart.AtTimestamp(
-        SnapshotReader.parseTimestampMillis(spark, ts, StreamReadOptions.StartingTimestampKey))
+        SnapshotReader.parseTimestampMillis(spark, ts, StreamReadOptions.StartingTimestampKey),
+        java.time.ZoneId.of(SparkInternals.sessionTimeZone(spark), java.time.ZoneId.SHORT_IDS))
       case _ => StreamStart.CurrentRows
     }
-    new StrataMicroBatchStream(log, tableName, metadata, parsed, start)
+    val startRecord = new StreamStartRecord(new Path(checkpointLocation), SparkInternals.hadoopConf(spark, Map.empty))
+    new StrataMicroBatchStream(log, tableName, metadata, parsed, start, startRecord)
   }
 }

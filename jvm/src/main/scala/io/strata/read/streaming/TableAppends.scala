@@ -1,10 +1,12 @@
 package io.strata.read.streaming
 
-import io.strata.log.{AddFile, CommitChanges, CorruptLogException, ProtocolSupport, StreamSourceChangeException,
-  TableLog}
+import io.strata.log.{AddFile, CommitChanges, CorruptLogException, InvalidTableOperationException, ProtocolSupport,
+  StreamSourceChangeException, TableLog}
 import io.strata.table.TableSchema
 
 import java.io.FileNotFoundException
+import java.time.{Instant, ZoneId}
+import java.time.format.DateTimeFormatter
 import scala.collection.mutable
 
 /** How many files / bytes one micro-batch may take (None: no limit). At least one file is always taken. */
@@ -21,7 +23,13 @@ object StreamStart {
   case object CurrentRows extends StreamStart
   case object AfterLatest extends StreamStart
   final case class AtVersion(version: Long) extends StreamStart
-  final case class AtTimestamp(millis: Long) extends StreamStart
+  /** `zone`: the session time zone the option was read in, also the one its refusal speaks in. */
+  final case class AtTimestamp(millis: Long, zone: ZoneId) extends StreamStart
+
+  private val timeFormat = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSS")
+  /** `millis` as a wall-clock time in `zone`, naming the zone: "2026-01-31 12:00:00.000 Europe/Paris". */
+  def readable(millis: Long, zone: ZoneId): String =
+    s"${timeFormat.format(Instant.ofEpochMilli(millis).atZone(zone))} $zone"
 }
 
 /**
@@ -59,12 +67,21 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
       case StreamStart.CurrentRows => SourceOffset(tableId, latest, 0, initial = true)
       case StreamStart.AfterLatest => SourceOffset(tableId, latest + 1, 0, initial = false)
       case StreamStart.AtVersion(v) =>
-        if (v > latest) throw new io.strata.log.InvalidTableOperationException(s"Option startingVersion is $v but " +
+        if (v > latest) throw new InvalidTableOperationException(s"Option startingVersion is $v but " +
           s"the latest version of $tableName is $latest. Use a version from 0 to $latest, or 'latest'.")
         SourceOffset(tableId, v, 0, initial = false)
-      case StreamStart.AtTimestamp(ms) =>
-        val first = log.commitTimestamps().collectFirst { case (v, ts) if ts >= ms => v }
-        SourceOffset(tableId, first.getOrElse(latest + 1), 0, initial = false)
+      case StreamStart.AtTimestamp(ms, zone) =>
+        val stamps = log.commitTimestamps()
+        val first = stamps.collectFirst { case (v, ts) if ts >= ms => v }.getOrElse {
+          // No commit at or after it yet, so no version to start at (delta-spark refuses it too:
+          // DELTA_TIMESTAMP_GREATER_THAN_COMMIT).
+          val (lastVersion, lastTs) = stamps.last
+          throw new InvalidTableOperationException(s"Option startingTimestamp is ${StreamStart.readable(ms, zone)} " +
+            s"but the latest commit of $tableName (version $lastVersion) was at " +
+            s"${StreamStart.readable(lastTs, zone)}. Use a timestamp at or before that one, or " +
+            "startingVersion=latest to stream only the commits after the latest.")
+        }
+        SourceOffset(tableId, first, 0, initial = false)
     }
   }
 
