@@ -111,6 +111,25 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
     val dataSchema = StructType(table.schema.fields.filterNot(f => table.partitionColumns.contains(f.name)))
     new StrataScanBuilder(spark, withFile => SnapshotReader.fileIndex(spark, snapshot, timeTravel = timeTravel,
       withFileColumn = withFile), table.schema, dataSchema, options,
-      streamScan = Some(batch => new StrataStreamScan(snapshot.tablePath, tableName, table.schema, options, Some(batch))))
+      streamScan = Some(batch => new StrataStreamScan(snapshot.tablePath, tableName, table.schema, options, Some(batch))),
+      checkBatchOptions = () => checkBatchReadOptions(options))
+  }
+
+  /**
+   * `.table(name)`'s options (or SQL's `WITH (...)`) reach a catalog table only here: they are checked as a path
+   * read's are ([[StrataOptions.parseRead]]: same accepted set, same messages), so a misspelt option or a change
+   * feed request is refused instead of silently returning the table's rows. Spark itself applies versionAsOf /
+   * timestampAsOf (it loads the table at that version); a read that asked for one and got the current table (Spark
+   * reads other keys when spark.sql.timeTravelVersionKey / timeTravelTimestampKey are changed) is refused.
+   */
+  private def checkBatchReadOptions(options: CaseInsensitiveStringMap): Unit = {
+    val read = StrataOptions.parseRead(options.asCaseSensitiveMap().asScala.toMap)
+    val asked = read.versionAsOf.map(v => s"${StrataOptions.VersionAsOf} $v")
+      .orElse(read.timestampAsOf.map(ts => s"${StrataOptions.TimestampAsOf} '$ts'"))
+    asked.filter(_ => !timeTravel || read.versionAsOf.exists(_ != snapshot.version)).foreach { a =>
+      throw new InvalidTableOperationException(s"Option $a on $tableName was not applied: Spark loaded version " +
+        s"${snapshot.version}. Spark applies time travel options under the names spark.sql.timeTravelVersionKey and " +
+        "spark.sql.timeTravelTimestampKey give; use those, or SQL's VERSION AS OF / TIMESTAMP AS OF.")
+    }
   }
 }
