@@ -91,12 +91,11 @@ object PartitionValues {
    * moves forward by the gap, and one it repeats (fall-back) takes the earlier offset, as Spark's cast does.
    * delta-rs reads zone-less values as UTC instead; they only agree in a UTC session.
    */
-  def parseTimestamp(value: String, zone: ZoneId): Long =
-    localTimestampOf(value, TimestampType, zoneAllowed = true) match {
-      case (local, micros, explicit) =>
-        val seconds = explicit.fold(ZonedDateTime.of(local, zone).toEpochSecond)(local.toEpochSecond)
-        Math.addExact(Math.multiplyExact(seconds, 1000000L), micros)
-    }
+  def parseTimestamp(value: String, zone: ZoneId): Long = {
+    val (local, micros, explicit) = localTimestampOf(value, TimestampType, zoneAllowed = true)
+    val seconds = explicit.fold(ZonedDateTime.of(local, zone).toEpochSecond)(local.toEpochSecond)
+    Math.addExact(Math.multiplyExact(seconds, 1000000L), micros)
+  }
 
   /** Local microseconds since 1970-01-01 00:00:00 of a timestamp_ntz `yyyy-MM-dd HH:mm:ss[.SSSSSS]`. */
   def parseTimestampNtz(value: String): Long = {
@@ -105,7 +104,7 @@ object PartitionValues {
   }
 
   /** Whether a timestamp value names its zone (`Z`, `UTC` or an offset); zone-less ones depend on the reader's. */
-  def hasExplicitZone(value: String): Boolean =
+  private def hasExplicitZone(value: String): Boolean =
     localTimestampOf(value, TimestampType, zoneAllowed = true)._3.isDefined
 
   /** The local date-time to the second, the microseconds past it, and the explicit offset if the value has one. */
