@@ -91,10 +91,13 @@ class CatalogReadOptionsSuite extends AnyFunSuite with SparkTestSession {
   test("a time travel option Spark did not apply is refused, not ignored; streaming reads keep their own options") {
     tables().foreach { t =>
       spark.conf.set("spark.sql.timeTravelVersionKey", "strataVersion")
-      val notApplied = try refusal(spark.read.option("versionAsOf", "1").table(t).collect())
-        finally spark.conf.unset("spark.sql.timeTravelVersionKey")
-      assert(notApplied.getMessage.startsWith(s"Option versionAsOf 1 on "), t)
-      assert(notApplied.getMessage.contains("was not applied: Spark loaded version 2"), t)
+      try {
+        val notApplied = refusal(spark.read.option("versionAsOf", "1").table(t).collect())
+        assert(notApplied.getMessage.startsWith(s"Option versionAsOf 1 on "), t)
+        assert(notApplied.getMessage.contains("was not applied: Spark loaded version 2. Spark applies this option to " +
+          "catalog tables under the name 'strataVersion'"), t)
+        assert(ids(spark.read.option("strataVersion", "1").table(t)) == Set(1L, 2L), t) // the name Spark applies
+      } finally spark.conf.unset("spark.sql.timeTravelVersionKey")
       // A stream of the table takes streaming options (checked by the stream), not the batch read's.
       val rows = mutable.ArrayBuffer.empty[Long]
       val q = spark.readStream.option("maxFilesPerTrigger", "1").table(t).writeStream
