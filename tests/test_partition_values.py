@@ -1,6 +1,8 @@
 """Exact partition values: the log holds the protocol's forms of the written values, whatever the session time zone.
 
-Every test runs in sessions with spark.sql.session.timeZone UTC, America/New_York (DST) and Asia/Kolkata (+05:30).
+Every test runs in sessions with spark.sql.session.timeZone UTC, America/New_York (DST) and Asia/Kolkata (+05:30),
+except the comparison with delta-spark 4.4.0 (one peer application for the module) on zone-less timestamp values,
+which runs in America/Los_Angeles.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 import pytest
@@ -18,7 +21,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import strata
+from delta_spark_peer import Peer, start_peer
 
+peer = pytest.fixture(scope="module")(start_peer)
 UTC = dt.timezone.utc
 ZONES = ["UTC", "America/New_York", "Asia/Kolkata"]
 # Both are 01:30 local time in New York on 2024-11-03 (EDT, then EST): a session-zone rendering cannot tell them apart.
@@ -156,6 +161,8 @@ def test_fall_back_hour_timestamps_v2_path(spark: SparkSession, zone: str, table
 
 
 # Finding 7: dynamic partition overwrite compares values, not spellings: delta-rs writes '2024-03-01 10:11:12.000000'.
+# That zone-less text is a local time of the reading session (as delta-spark reads it, defect 8), so the partition
+# Strata's write replaces is the instant the text names in the session zone.
 def test_dynamic_overwrite_replaces_partition_delta_rs_wrote(spark: SparkSession, zone: str, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     stamps = [dt.datetime(2024, 3, 1, 10, 11, 12, tzinfo=UTC), dt.datetime(2024, 11, 3, 5, 30, 0, 250000, tzinfo=UTC)]
@@ -164,10 +171,61 @@ def test_dynamic_overwrite_replaces_partition_delta_rs_wrote(spark: SparkSession
     write_deltalake(path, old, partition_by=["ts"])
     spellings = {v["ts"] for v in live_partition_values(path)}
     assert all("T" not in (s or "") for s in spellings), spellings  # delta-rs's zone-less form, as the test needs
-    new = spark.createDataFrame([(3, stamps[0])], "id long, ts timestamp")
+
+    def in_session(t: dt.datetime) -> dt.datetime:
+        """The instant the zone-less text of `t` (delta-rs renders it in UTC) names in the session zone."""
+        return t.replace(tzinfo=ZoneInfo(zone)).astimezone(UTC)
+
+    new = spark.createDataFrame([(3, in_session(stamps[0]))], "id long, ts timestamp")
     new.write.format("strata").mode("overwrite").option("partitionOverwriteMode", "dynamic").save(path)
-    expected = [(2, stamps[1].replace(tzinfo=None)), (3, stamps[0].replace(tzinfo=None))]
+    expected = [(2, in_session(stamps[1])), (3, in_session(stamps[0]))]
     got = [tuple(r) for r in spark.read.format("strata").load(path).select("id", "ts").collect()]
-    assert sorted_rows(got) == expected
+    assert sorted_rows(got) == [(i, t.replace(tzinfo=None)) for i, t in expected]
+    # delta-rs reads the zone-less value it wrote as UTC: it agrees with Strata and delta-spark in a UTC session only.
     arrow = DeltaTable(path).to_pyarrow_table(columns=["id", "ts"]).to_pylist()
-    assert sorted_rows([(r["id"], r["ts"].astimezone(UTC).replace(tzinfo=None)) for r in arrow]) == expected
+    assert sorted_rows([(r["id"], r["ts"].astimezone(UTC).replace(tzinfo=None)) for r in arrow]) == [
+        (2, stamps[1].replace(tzinfo=None)), (3, in_session(stamps[0]).replace(tzinfo=None))]
+
+
+LA = "America/Los_Angeles"
+# Instants around both 2024 DST changes in Los Angeles: 01:30 PST and 03:30 PDT on 2024-03-10; 01:30 PDT and 01:30
+# PST on 2024-11-03, which the zone-less text cannot tell apart (delta-spark reads both as the first); and a summer one.
+LEGACY_ROWS = ("(1, TIMESTAMP'2024-03-10 09:30:00Z'), (2, TIMESTAMP'2024-03-10 10:30:00Z'), "
+               "(3, TIMESTAMP'2024-11-03 08:30:00Z'), (4, TIMESTAMP'2024-11-03 09:30:00Z'), "
+               "(5, TIMESTAMP'2024-07-01 12:00:00Z')")
+LEGACY_FILTERS = ["ts = TIMESTAMP'2024-03-10 01:30:00'", "ts = TIMESTAMP'2024-11-03 01:30:00'",
+                  "ts > TIMESTAMP'2024-03-10 02:00:00' AND ts < TIMESTAMP'2024-08-01 00:00:00'",
+                  "ts = TIMESTAMP'2024-03-10 09:30:00Z'", "ts IS NULL OR ts < TIMESTAMP'2024-03-10 02:00:00'"]
+
+
+# Defect 8: delta-spark with utcTimestampPartitionValues=false (older delta-spark by default) writes a timestamp
+# partition value as the session-zone rendering, without a zone; delta-spark reads it back in the session zone.
+def test_zone_less_timestamp_partitions_read_as_delta_spark_reads_them(spark: SparkSession, peer: Peer,
+                                                                       tmp_path: Path) -> None:
+    path = tmp_path / "legacy"
+    peer.call("sql", time_zone=LA, statements=[
+        "SET spark.databricks.delta.write.utcTimestampPartitionValues = false",
+        f"CREATE TABLE delta.`{path}` (id BIGINT, ts TIMESTAMP) USING delta PARTITIONED BY (ts)",
+        f"INSERT INTO delta.`{path}` VALUES {LEGACY_ROWS}",
+        "SET spark.databricks.delta.write.utcTimestampPartitionValues = true"])
+    assert sorted(str(v["ts"]) for v in live_partition_values(str(path))) == [
+        "2024-03-10 01:30:00", "2024-03-10 03:30:00", "2024-07-01 05:00:00", "2024-11-03 01:30:00",
+        "2024-11-03 01:30:00"]  # the zone-less form the test is about
+    spark.conf.set("spark.sql.session.timeZone", LA)
+    try:
+        theirs_all = peer.read(path, time_zone=LA)[0]
+        assert sorted(spark.read.format("strata").load(str(path)).toJSON().collect()) == theirs_all
+        for condition in LEGACY_FILTERS:
+            query = f"SELECT id, ts, CAST(ts AS STRING) AS text, unix_micros(ts) AS micros FROM {{}} WHERE {condition}"
+            theirs = peer.call("query", time_zone=LA, sql=query.format(f"delta.`{path}`"))["rows"]
+            assert theirs, condition  # every filter selects something: the comparison is not vacuous
+            assert sorted(spark.sql(query.format(f"strata.`{path}`")).toJSON().collect()) == theirs, condition
+        # Strata's own append spells the instant unambiguously, and both engines still read the table alike.
+        spark.createDataFrame([(6, dt.datetime(2024, 3, 10, 9, 30, tzinfo=UTC))], "id long, ts timestamp") \
+            .write.format("strata").mode("append").save(str(path))
+        assert "2024-03-10T09:30:00.000000Z" in {v["ts"] for v in live_partition_values(str(path))}
+        mine = sorted(spark.read.format("strata").load(str(path)).toJSON().collect())
+        assert mine == peer.read(path, time_zone=LA)[0]
+        assert sum('"2024-03-10T01:30:00.000-08:00"' in r for r in mine) == 2  # ids 1 and 6: one instant
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")

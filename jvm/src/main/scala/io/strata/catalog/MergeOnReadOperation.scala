@@ -2,7 +2,7 @@ package io.strata.catalog
 
 import io.strata.config.StrataOptions
 import io.strata.log.{FilePredicate, TableLog}
-import io.strata.shim.{FileColumn, FilePredicates, RowIndexColumn, StrataScanBuilder}
+import io.strata.shim.{FileColumn, FilePredicates, RowIndexColumn, SparkInternals, StrataScanBuilder}
 import io.strata.table.TableSchema
 import io.strata.write.{TableWrite, WriteMode}
 import io.strata.write.v2.MergeOnReadWrite
@@ -41,7 +41,7 @@ final class MergeOnReadOperation(table: StrataV2Table, log: TableLog, cmd: RowLe
     val schema = TableSchema.of(table.snapshot.metadata)
     val pushed = scanned.map(_.pushedConditions).getOrElse(Nil)
     FilePredicates.fromCondition(s"the rows matching ${pushed.map(_.sql).mkString(" AND ")}", pushed, schema.schema,
-      schema.partitionColumns)
+      schema.partitionColumns, SparkInternals.sessionZone(SparkSession.active))
   }
 
   override def newWriteBuilder(info: LogicalWriteInfo): DeltaWriteBuilder = new DeltaWriteBuilder {

@@ -111,6 +111,32 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
     val dataSchema = StructType(table.schema.fields.filterNot(f => table.partitionColumns.contains(f.name)))
     new StrataScanBuilder(spark, withFile => SnapshotReader.fileIndex(spark, snapshot, timeTravel = timeTravel,
       withFileColumn = withFile), table.schema, dataSchema, options,
-      streamScan = Some(batch => new StrataStreamScan(snapshot.tablePath, tableName, table.schema, options, Some(batch))))
+      streamScan = Some(batch => new StrataStreamScan(snapshot.tablePath, tableName, table.schema, options, Some(batch))),
+      checkBatchOptions = () => checkBatchReadOptions(options))
+  }
+
+  /**
+   * `.table(name)`'s options (or SQL's `WITH (...)`) reach a catalog table only here: they are checked as a path
+   * read's are ([[StrataOptions.parseRead]]: same accepted set, same messages), so a misspelt option or a change
+   * feed request is refused instead of silently returning the table's rows. Spark itself applies the time travel
+   * options (it loads the table at that version), under the names spark.sql.timeTravelVersionKey /
+   * timeTravelTimestampKey give (versionAsOf / timestampAsOf by default); one it did not apply is refused.
+   */
+  private def checkBatchReadOptions(options: CaseInsensitiveStringMap): Unit = {
+    val conf = SparkSession.active.conf
+    val sparkNames = Seq(
+      conf.get("spark.sql.timeTravelVersionKey", StrataOptions.VersionAsOf) -> StrataOptions.VersionAsOf,
+      conf.get("spark.sql.timeTravelTimestampKey", StrataOptions.TimestampAsOf) -> StrataOptions.TimestampAsOf)
+    def sparkName(ours: String): String = sparkNames.find(_._2 == ours).get._1
+    val given = options.asCaseSensitiveMap().asScala.toMap
+    val asStrataNames = given.map { case (k, v) => sparkNames.find(_._1.equalsIgnoreCase(k)).fold(k)(_._2) -> v }
+    val read = StrataOptions.parseRead(asStrataNames)
+    val asked = read.versionAsOf.map(v => StrataOptions.VersionAsOf -> v.toString)
+      .orElse(read.timestampAsOf.map(ts => StrataOptions.TimestampAsOf -> s"'$ts'"))
+    asked.filter(_ => !timeTravel || read.versionAsOf.exists(_ != snapshot.version)).foreach {
+      case (name, value) => throw new InvalidTableOperationException(s"Option $name $value on $tableName was not " +
+        s"applied: Spark loaded version ${snapshot.version}. Spark applies this option to catalog tables under the " +
+        s"name '${sparkName(name)}' (spark.sql.timeTravel*Key); use that, or SQL's VERSION AS OF / TIMESTAMP AS OF.")
+    }
   }
 }

@@ -43,10 +43,7 @@ object StreamReadOptions {
         s"that removes or rewrites rows stops the stream unless $SkipChangeCommits=true, which skips such commits " +
         "entirely (their rows are not streamed).")
     }
-    Seq("readChangeFeed", "readChangeData").find(n => options.keys.exists(_.equalsIgnoreCase(n))).foreach { n =>
-      throw new InvalidTableOperationException(s"Option '$n': Strata has no change data feed; its streaming source " +
-        "reads the rows commits append.")
-    }
+    StrataOptions.refuseChangeFeed(options, "the streaming source reads the rows commits append, not changes.")
     val o = StrataOptions.normalize(options, keys)
     val version = o.get(lc(StartingVersionKey)).map { v =>
       if (v.trim.equalsIgnoreCase("latest")) StartingVersion.Latest

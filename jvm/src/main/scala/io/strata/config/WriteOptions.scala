@@ -106,7 +106,13 @@ object StrataOptions {
       boolean(o, MergeSchema), boolean(o, OverwriteSchema), o.get(lc(OptimizeWrite)).map(_ => boolean(o, OptimizeWrite)))
   }
 
+  /**
+   * Options of a batch read: a path read (`load(path)`) or a catalog table's (`.table(name)`, checked when the scan
+   * is planned), with the same accepted set and messages.
+   */
   def parseRead(options: Map[String, String]): ReadOptions = {
+    refuseChangeFeed(options, "this read would return the table's rows, not its changes. Leave the option out to " +
+      s"read the rows (with $VersionAsOf or $TimestampAsOf for an older version).")
     val o = normalize(options, readKeys)
     val version = o.get(lc(VersionAsOf)).map(v => positiveLong(VersionAsOf, v, allowZero = true))
     val ts = o.get(lc(TimestampAsOf))
@@ -114,6 +120,19 @@ object StrataOptions {
       s"Options $VersionAsOf and $TimestampAsOf cannot be used together: pick one.")
     ReadOptions(version, ts)
   }
+
+  /** delta-spark's change data feed read options. */
+  private val changeFeedOptions = Seq("readChangeFeed", "readChangeData")
+
+  /**
+   * Refuses a change data feed request by name: Strata has none, and a read that ignored the option would hand a
+   * pipeline asking for changes the whole table instead. `consequence` says what the read would have done.
+   */
+  private[config] def refuseChangeFeed(options: Map[String, String], consequence: String): Unit =
+    changeFeedOptions.find(n => options.keys.exists(_.equalsIgnoreCase(n))).foreach { n =>
+      throw new InvalidTableOperationException(
+        s"Option '$n': change data feed is not supported by Strata yet; $consequence")
+    }
 
   /** Lower-cases keys and rejects anything not in `known`. */
   private[config] def normalize(options: Map[String, String], known: Seq[String]): Map[String, String] = {

@@ -53,10 +53,10 @@ object AutoCompaction {
           val minSize = MinFileSize.resolve(spark.get, properties)
           val maxSize = MaxFileSize.resolve(spark.get, properties)
           val schema = TableSchema.of(snapshot.metadata).partitionSchema
-          val partitions = PartitionValues.keySet(touched, schema)
+          val partitions = PartitionValues.keySet(touched, schema, None) // as OPTIMIZE groups them
           // Per touched partition, its small files; the partitions with enough of them are compacted.
           val crowded = snapshot.files.filter(f => f.size < minSize && partitions.contains(f.partitionValues))
-            .groupBy(f => PartitionValues.typedKey(f.partitionValues, schema)).values
+            .groupBy(f => PartitionValues.typedKey(f.partitionValues, schema, None)).values
             .filter(_.size >= minFiles).map(_.head.partitionValues).toSeq
           if (crowded.isEmpty) None else {
             val r = Optimizer.run(spark.get, log, OptimizeRequest(targetFileSize = Some(maxSize), auto = true,

@@ -42,8 +42,9 @@ object OptimizePlanner {
     val partitionSchema = TableSchema.of(snapshot.metadata).partitionSchema
     val partitionColumns = partitionSchema.fieldNames.toSeq
     val files = snapshot.files.filter(f => selected(f.partitionValues))
-    // One partition per typed value (files of one partition may spell it differently), in directory order.
-    val partitions = files.groupBy(f => PartitionValues.typedKey(f.partitionValues, partitionSchema)).values.toSeq
+    // One partition per typed value (files of one partition may spell it differently), in directory order. Values
+    // equal in every session zone only: a rewrite must not change a zone-less timestamp some session reads apart.
+    val partitions = files.groupBy(f => PartitionValues.typedKey(f.partitionValues, partitionSchema, None)).values.toSeq
       .map(fs => fs.sortBy(_.path)).sortBy(fs => PartitionPaths.directory(partitionColumns.map(c =>
         c -> fs.head.partitionValues.getOrElse(c, None))))
     var next = 0

@@ -61,7 +61,8 @@ object Optimizer {
     ProtocolSupport.checkWritable(snapshot.protocol, snapshot.metadata, name)
     val settings = OptimizeSettings.resolve(spark, snapshot, request)
     val partitions = request.partitions.map(ps =>
-      io.strata.table.PartitionValues.keySet(ps, io.strata.table.TableSchema.of(snapshot.metadata).partitionSchema))
+      io.strata.table.PartitionValues.keySet(ps, io.strata.table.TableSchema.of(snapshot.metadata).partitionSchema,
+        None))
     val plan = OptimizePlanner.plan(snapshot, v => settings.selects(v) && partitions.forall(_.contains(v)),
       settings.targetFileSize, request.minInputFiles, settings.zOrderBy.nonEmpty,
       request.maxCommits.getOrElse(conf(spark, MaxCommitsKey, 10)),
@@ -113,7 +114,7 @@ object Optimizer {
       OptimizeResult(files.map(_.size.toLong).sum, committed.map(_.added.size.toLong).sum,
         files.flatten.map(_.size).sum, committed.map(_.bytesAdded).sum,
         committed.map(g => io.strata.table.PartitionValues.typedKey(g.group.partitionValues,
-          io.strata.table.TableSchema.of(snapshot.metadata).partitionSchema)).distinct.size.toLong,
+          io.strata.table.TableSchema.of(snapshot.metadata).partitionSchema, None)).distinct.size.toLong,
         committed.size, conflicts.size, versions.sorted.toSeq, conflicts.toSeq)
     }
 

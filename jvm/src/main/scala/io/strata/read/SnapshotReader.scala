@@ -48,9 +48,10 @@ object SnapshotReader {
                  withFileColumn: Boolean = false): LogFileIndex = {
     val table = TableSchema.of(metadata)
     val partSchema = table.partitionSchema
+    val zone = SparkInternals.sessionZone(spark)
     val indexed = files.map { f =>
       val path = Snapshot.absolutePath(tablePath, f.path)
-      val values = SparkInternals.partitionRow(partSchema, f.partitionValues)
+      val values = SparkInternals.partitionRow(partSchema, f.partitionValues, zone)
       IndexedFile(path, f.size, f.modificationTime,
         if (withFileColumn) FileColumn.append(values, partSchema, path) else values, f.stats, f.deletionVector)
     }

@@ -53,10 +53,13 @@ object FileColumn {
  * Spark's Parquet scan builder over a log file index, with the file column when a query asks for it. Filters and the
  * required columns go to a builder over the plain index (so that the plan reports them); only when the required
  * columns include [[FileColumn]] does [[build]] replay them on a builder whose index carries the column.
+ * `checkBatchOptions` runs before a batch scan is built: only then is it known that `options` are a batch read's
+ * (a streaming read's are checked by its own scan).
  */
 final class StrataScanBuilder(spark: SparkSession, index: Boolean => PartitioningAwareFileIndex, schema: StructType,
                               dataSchema: StructType, options: CaseInsensitiveStringMap,
-                              streamScan: Option[(() => Scan) => Scan] = None)
+                              streamScan: Option[(() => Scan) => Scan] = None,
+                              checkBatchOptions: () => Unit = () => ())
     extends ScanBuilder with SupportsPushDownCatalystFilters with SupportsPushDownRequiredColumns {
   private val plainIndex = index(false)
   private val plain = ParquetScans.builder(spark, plainIndex, schema, dataSchema, options)
@@ -82,6 +85,7 @@ final class StrataScanBuilder(spark: SparkSession, index: Boolean => Partitionin
   }
 
   private def batchScan(): Scan = {
+    checkBatchOptions()
     val withFile = FileColumn.requested(required)
     val idx = if (withFile) index(true) else plainIndex
     val b = if (!withFile && !RowIndexColumn.requested(required)) plain else {

@@ -15,6 +15,8 @@ import org.apache.spark.sql.types.StructType
 final class ConditionPredicate private[shim] (
     val description: String,
     partitionSchema: StructType,
+    /** The session time zone the condition was analyzed in: zone-less timestamp values are local times in it. */
+    zone: java.time.ZoneId,
     partitionCondition: Option[Expression],
     stats: StatsSkipping,
     /** Every conjunct of the condition is in `partitionCondition` or `stats` (none was left out). */
@@ -38,7 +40,8 @@ final class ConditionPredicate private[shim] (
       case None => true
       // A file entry without its partition values (an old remove action) may be anywhere.
       case Some(_) if !partitionSchema.fieldNames.forall(partitionValues.contains) => true
-      case Some(p) => scala.util.Try(p.eval(SparkInternals.partitionRow(partitionSchema, partitionValues))).getOrElse(true)
+      case Some(p) =>
+        scala.util.Try(p.eval(SparkInternals.partitionRow(partitionSchema, partitionValues, zone))).getOrElse(true)
     }
     partitionsMatch && stats.mayMatch(statsJson)
   }
@@ -47,7 +50,7 @@ final class ConditionPredicate private[shim] (
   def mustMatchAll(partitionValues: Map[String, Option[String]], statsJson: Option[String]): Boolean =
     complete && partitionSchema.fieldNames.forall(partitionValues.contains) && (partitionEval match {
       case None => true
-      case Some(p) => scala.util.Try(p.eval(SparkInternals.partitionRow(partitionSchema, partitionValues)) == true)
+      case Some(p) => scala.util.Try(p.eval(SparkInternals.partitionRow(partitionSchema, partitionValues, zone)) == true)
         .getOrElse(false)
     }) && stats.mustMatchAll(statsJson)
 }
@@ -66,21 +69,22 @@ object FilePredicates {
     val probe = session.createDataFrame(session.sparkContext.emptyRDD[org.apache.spark.sql.Row], tableSchema).where(sql)
     val condition = probe.queryExecution.analyzed.collectFirst { case Filter(c, _) => c }.getOrElse(
       throw new IllegalStateException(s"Could not analyze predicate '$sql'"))
-    condition0(s"the rows matching '$sql'", Seq(condition), tableSchema, partitionColumns)
+    condition0(s"the rows matching '$sql'", Seq(condition), tableSchema, partitionColumns, SparkInternals.sessionZone(spark))
   }
 
   /**
    * The rows `conditions` (conjuncts over attributes of the table's columns, matched by name) select. Conjuncts with
    * subqueries, or that mix partition and data columns, are left out: the predicate only grows (stays safe).
+   * `zone`: the time zone of the session that analyzed the conditions.
    */
   def fromCondition(description: String, conditions: Seq[Expression], tableSchema: StructType,
-                    partitionColumns: Seq[String]): FilePredicate = {
-    val p = condition0(description, conditions, tableSchema, partitionColumns)
+                    partitionColumns: Seq[String], zone: java.time.ZoneId): FilePredicate = {
+    val p = condition0(description, conditions, tableSchema, partitionColumns, zone)
     if (p.isEmpty) FilePredicate.WholeTable else p
   }
 
   private def condition0(description: String, conditions: Seq[Expression], tableSchema: StructType,
-                         partitionColumns: Seq[String]): ConditionPredicate = {
+                         partitionColumns: Seq[String], zone: java.time.ZoneId): ConditionPredicate = {
     val all = conditions.map(SparkInternals.evaluable).flatMap(splitAnd)
     val conjuncts = all.filterNot(SubqueryExpression.hasSubquery).filter(_.deterministic)
     val isPart = (a: Attribute) => partitionColumns.exists(_.equalsIgnoreCase(a.name))
@@ -88,7 +92,8 @@ object FilePredicates {
     val onData = conjuncts.filter(c => c.references.nonEmpty && !c.references.exists(isPart))
     val partitionSchema = StructType(partitionColumns.map(c => tableSchema.fields.find(_.name.equalsIgnoreCase(c)).get))
     val dataSchema = StructType(tableSchema.fields.filterNot(f => partitionColumns.exists(_.equalsIgnoreCase(f.name))))
-    new ConditionPredicate(description, partitionSchema, onPartitions.reduceOption(And), StatsSkipping(dataSchema, onData),
+    new ConditionPredicate(description, partitionSchema, zone, onPartitions.reduceOption(And),
+      StatsSkipping(dataSchema, onData),
       complete = onPartitions.size + onData.size == all.size, isEmpty = conjuncts.isEmpty)
   }
 
@@ -98,10 +103,13 @@ object FilePredicates {
   }
 }
 
-/** The partitions a dynamic overwrite replaces, matched by value ([[PartitionValues.keySet]]), not by spelling. */
-final class PartitionSetPredicate(partitionSchema: StructType, written: Seq[Map[String, Option[String]]])
-    extends FilePredicate {
-  private val keys = PartitionValues.keySet(written, partitionSchema)
+/**
+ * The partitions a dynamic overwrite replaces, matched by value ([[PartitionValues.keySet]]), not by spelling: a
+ * zone-less timestamp partition is the one the writing session (time zone `zone`) reads it as.
+ */
+final class PartitionSetPredicate(partitionSchema: StructType, written: Seq[Map[String, Option[String]]],
+                                  zone: java.time.ZoneId) extends FilePredicate {
+  private val keys = PartitionValues.keySet(written, partitionSchema, Some(zone))
   val description: String = s"the ${keys.size} partition(s) this write replaces"
 
   /** Whether a file with these partition values lies in one of the written partitions. */

@@ -20,15 +20,19 @@ final case class InputRead(version: Long, predicate: FilePredicate)
  * ... FROM t`). Reads pinned by time travel are left out: they choose their version on purpose (a restore).
  */
 object InputReads {
-  /** The reads of `tablePath` in `plan` (analyzed): the V1 file index or the V2 table, and the filters above it. */
-  def of(plan: LogicalPlan, tablePath: Path, tableSchema: StructType, partitionColumns: Seq[String]): Seq[InputRead] = {
+  /**
+   * The reads of `tablePath` in `plan` (analyzed): the V1 file index or the V2 table, and the filters above it.
+   * `zone`: the time zone of the session that analyzed `plan`.
+   */
+  def of(plan: LogicalPlan, tablePath: Path, tableSchema: StructType, partitionColumns: Seq[String],
+         zone: java.time.ZoneId): Seq[InputRead] = {
     val found = Seq.newBuilder[InputRead]
     def record(read: SnapshotRead, conditions: Seq[Expression], output: Seq[org.apache.spark.sql.catalyst.expressions.Attribute]): Unit =
       if (!read.timeTravel && read.readTablePath == tablePath) {
         // Only conjuncts over this relation's own columns describe its rows.
         val own = conditions.filter(_.references.subsetOf(org.apache.spark.sql.catalyst.expressions.AttributeSet(output)))
         found += InputRead(read.readVersion, FilePredicates.fromCondition(
-          s"the rows of version ${read.readVersion} the write's input read", own, tableSchema, partitionColumns))
+          s"the rows of version ${read.readVersion} the write's input read", own, tableSchema, partitionColumns, zone))
       }
     def visit(p: LogicalPlan, conditions: Seq[Expression]): Unit = {
       p match {
@@ -64,5 +68,6 @@ object InputReads {
 
   /** For callers outside the shim: the reads of a table in a DataFrame's plan. */
   def ofDataFrame(data: org.apache.spark.sql.DataFrame, tablePath: Path, table: TableSchema): Seq[InputRead] =
-    of(data.queryExecution.analyzed, tablePath, table.schema, table.partitionColumns)
+    of(data.queryExecution.analyzed, tablePath, table.schema, table.partitionColumns,
+      SparkInternals.sessionZone(data.sparkSession))
 }

@@ -101,7 +101,8 @@ object SparkInternals {
       : Map[String, Option[String]] => Boolean = {
     val condition = analyzedPredicate(spark, predicate, partitionSchema, forEvaluation = true)
     val bound = org.apache.spark.sql.catalyst.expressions.Predicate.create(condition._1, condition._2)
-    values => bound.eval(partitionRow(partitionSchema, values))
+    val zone = sessionZone(spark)
+    values => bound.eval(partitionRow(partitionSchema, values, zone))
   }
 
   /** A predicate over `schema` as Spark renders it once analyzed (`(p = 1)`), as delta-spark records predicates. */
@@ -120,11 +121,19 @@ object SparkInternals {
     }.getOrElse(throw new IllegalStateException(s"Could not analyze predicate '$predicate'"))
   }
 
-  /** A file's log partition values as Catalyst values, in `partitionSchema` order (zone-less timestamps are UTC). */
-  def partitionRow(partitionSchema: StructType, values: Map[String, Option[String]]): InternalRow =
+  /**
+   * A file's log partition values as Catalyst values, in `partitionSchema` order. `zone`: the reading session's time
+   * zone, in which zone-less timestamp values are local times (as delta-spark reads them; see
+   * [[io.strata.table.PartitionValues.parseTimestamp]]). Timestamps go through that one parser, so a scan, a filter
+   * on the partition column and a write's partition matching all agree on what a value means.
+   */
+  def partitionRow(partitionSchema: StructType, values: Map[String, Option[String]], zone: java.time.ZoneId)
+      : InternalRow =
     InternalRow.fromSeq(partitionSchema.fields.toSeq.map { f =>
       values.getOrElse(f.name, None).map { v =>
-        castPartitionValue(io.strata.table.PartitionValues.toCastableString(v, f.dataType), f.dataType, "UTC")
+        if (f.dataType == org.apache.spark.sql.types.TimestampType) {
+          io.strata.table.PartitionValues.parseTimestamp(v, zone): Any
+        } else castPartitionValue(v, f.dataType, zone.getId)
       }.orNull
     })
 
@@ -132,6 +141,10 @@ object SparkInternals {
     classic(spark).sessionState.newHadoopConfWithOptions(options)
 
   def sessionTimeZone(spark: SparkSession): String = classic(spark).sessionState.conf.sessionLocalTimeZone
+
+  /** The session time zone as Spark resolves it (short ids such as PST included). */
+  def sessionZone(spark: SparkSession): java.time.ZoneId =
+    org.apache.spark.sql.catalyst.util.DateTimeUtils.getZoneId(sessionTimeZone(spark))
 
   /**
    * Runs Spark's file writer over `data`: our Parquet format, our commit protocol, Hive-style partition directories

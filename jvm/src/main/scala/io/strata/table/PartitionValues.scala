@@ -1,6 +1,6 @@
 package io.strata.table
 
-import java.time.{Instant, LocalDate, LocalDateTime, ZoneOffset}
+import java.time.{Instant, LocalDate, LocalDateTime, ZoneId, ZoneOffset, ZonedDateTime}
 import java.time.format.DateTimeFormatter
 import java.util.Locale
 
@@ -13,6 +13,9 @@ import org.apache.spark.sql.types._
  *  - date `yyyy-MM-dd`; timestamp ISO-8601 in UTC with microseconds (`1970-01-01T00:00:00.123456Z`);
  *  - timestamp_ntz `yyyy-MM-dd HH:mm:ss[.SSSSSS]`; decimals plain (no exponent); the rest as Spark renders them.
  * Readers accept every form the protocol allows ([[parse]]): another engine may spell the same value differently.
+ * A zone-less timestamp (`2024-03-10 01:30:00`, as older delta-spark and delta-spark with
+ * `spark.databricks.delta.write.utcTimestampPartitionValues=false` write it) is read as delta-spark reads it: as a
+ * local time in the session time zone ([[parseTimestamp]]).
  */
 object PartitionValues {
   /** Spark's directory name for a null (or empty string) partition value. */
@@ -61,7 +64,7 @@ object PartitionValues {
     if (raw == null || raw.isEmpty || raw == HiveDefaultPartition) None
     else Some(dataType match {
       case DateType => formatDate(parseDate(raw))
-      case TimestampType => formatTimestamp(parseTimestamp(raw))
+      case TimestampType => formatTimestamp(parseTimestamp(raw, ZoneOffset.UTC))
       case TimestampNTZType => formatTimestampNtz(parseTimestampNtz(raw))
       case _: DecimalType => formatDecimal(new java.math.BigDecimal(raw))
       case _ => raw
@@ -78,26 +81,47 @@ object PartitionValues {
   }
 
   /**
-   * Microseconds since the epoch of a timestamp: `yyyy-MM-dd HH:mm:ss[.SSSSSS]` (zone-less: UTC, as delta-rs reads
-   * it) or ISO-8601 with a zone (`1970-01-01T00:00:00.123456Z`, `...+05:30`). Digits past microseconds are dropped.
+   * Microseconds since the epoch of a timestamp: ISO-8601 with a zone (`1970-01-01T00:00:00.123456Z`, `...+05:30`)
+   * is that instant; zone-less `yyyy-MM-dd HH:mm:ss[.SSSSSS]` is a local time in `zone`. Digits past microseconds
+   * are dropped.
+   *
+   * Readers pass the session time zone: delta-spark casts the log's string to a timestamp in the session zone
+   * (older delta-spark wrote zone-less values rendered in the writer's session zone), so this is how the value must
+   * read for Strata and delta-spark to return the same rows. A local time the zone skips (a DST spring-forward gap)
+   * moves forward by the gap, and one it repeats (fall-back) takes the earlier offset, as Spark's cast does.
+   * delta-rs reads zone-less values as UTC instead; they only agree in a UTC session.
    */
-  def parseTimestamp(value: String): Long = localMicrosOf(value, TimestampType, zoneAllowed = true)
+  def parseTimestamp(value: String, zone: ZoneId): Long = {
+    val (local, micros, explicit) = localTimestampOf(value, TimestampType, zoneAllowed = true)
+    val seconds = explicit.fold(ZonedDateTime.of(local, zone).toEpochSecond)(local.toEpochSecond)
+    Math.addExact(Math.multiplyExact(seconds, 1000000L), micros)
+  }
 
   /** Local microseconds since 1970-01-01 00:00:00 of a timestamp_ntz `yyyy-MM-dd HH:mm:ss[.SSSSSS]`. */
-  def parseTimestampNtz(value: String): Long = localMicrosOf(value, TimestampNTZType, zoneAllowed = false)
+  def parseTimestampNtz(value: String): Long = {
+    val (local, micros, _) = localTimestampOf(value, TimestampNTZType, zoneAllowed = false)
+    Math.addExact(Math.multiplyExact(local.toEpochSecond(ZoneOffset.UTC), 1000000L), micros)
+  }
 
-  private def localMicrosOf(value: String, dataType: DataType, zoneAllowed: Boolean): Long = value.trim match {
+  /** Whether a timestamp value names its zone (`Z`, `UTC` or an offset); zone-less ones depend on the reader's. */
+  private def hasExplicitZone(value: String): Boolean =
+    localTimestampOf(value, TimestampType, zoneAllowed = true)._3.isDefined
+
+  /** The local date-time to the second, the microseconds past it, and the explicit offset if the value has one. */
+  private def localTimestampOf(value: String, dataType: DataType, zoneAllowed: Boolean)
+      : (LocalDateTime, Long, Option[ZoneOffset]) = value.trim match {
     case TimestampForm(y, mo, d, h, mi, s, frac, zone) if zoneAllowed || zone == null =>
       val local = try LocalDateTime.of(y.toInt, mo.toInt, d.toInt, h.toInt, mi.toInt, Option(s).fold(0)(_.toInt))
         catch { case e: java.time.DateTimeException => throw invalid(value, dataType, s"a real time (${e.getMessage})") }
       val offset = zone match {
-        case null | "Z" | "UTC" => ZoneOffset.UTC
-        case z => ZoneOffset.of(if (z.length == 3) z + ":00" else z)
+        case null => None
+        case "Z" | "UTC" => Some(ZoneOffset.UTC)
+        case z => Some(ZoneOffset.of(if (z.length == 3) z + ":00" else z))
       }
-      val micros = Option(frac).filter(_.nonEmpty).fold(0L)(f => (f + "00000").take(6).toLong)
-      Math.addExact(Math.multiplyExact(local.toEpochSecond(offset), 1000000L), micros)
+      (local, Option(frac).filter(_.nonEmpty).fold(0L)(f => (f + "00000").take(6).toLong), offset)
     case _ => throw invalid(value, dataType,
-      if (zoneAllowed) "yyyy-MM-dd HH:mm:ss[.SSSSSS] (UTC) or ISO-8601 such as 1970-01-01T00:00:00.123456Z"
+      if (zoneAllowed) "yyyy-MM-dd HH:mm:ss[.SSSSSS] (a local time in the session time zone) or ISO-8601 such as " +
+        "1970-01-01T00:00:00.123456Z"
       else "yyyy-MM-dd HH:mm:ss[.SSSSSS]")
   }
 
@@ -107,11 +131,15 @@ object PartitionValues {
   /**
    * The value a log partition value stands for, comparable with `==` whatever its spelling: dates as days,
    * timestamps as UTC microseconds, numbers as numbers, booleans case-insensitively. Throws a clear error for a
-   * value that is not of the column's type.
+   * value that is not of the column's type. `zone`: see [[typedKey]].
    */
-  def parse(value: String, dataType: DataType): Any = dataType match {
+  def parse(value: String, dataType: DataType, zone: Option[ZoneId]): Any = dataType match {
     case DateType => parseDate(value)
-    case TimestampType => parseTimestamp(value)
+    case TimestampType => zone match {
+      case Some(z) => parseTimestamp(value, z)
+      case None if hasExplicitZone(value) => parseTimestamp(value, ZoneOffset.UTC)
+      case None => LocalTimestamp(parseTimestampNtz(value))
+    }
     case TimestampNTZType => parseTimestampNtz(value)
     case ByteType | ShortType | IntegerType | LongType =>
       value.trim.toLongOption.getOrElse(throw invalid(value, dataType, "an integer"))
@@ -124,38 +152,39 @@ object PartitionValues {
     case _ => value
   }
 
+  /** A zone-less timestamp kept as its local time: equal only to the same local time, never to an instant. */
+  private final case class LocalTimestamp(localMicros: Long)
+
   /**
    * A file's partition, comparable across spellings: one element per column of `partitionSchema`, None for null
    * (an empty string is null too, as the protocol says). A value that does not parse stays its raw string, so it
    * only equals the very same spelling (a foreign or damaged log value must not break an unrelated write).
+   *
+   * `zone`: Some(session zone) compares timestamps as that session reads them ([[parseTimestamp]]), for a write
+   * that replaces the partitions it writes. None compares them so that equal keys read alike in every session zone
+   * (a zone-less value only equals the same zone-less local time), for rewrites such as OPTIMIZE that must not
+   * change what any reader sees.
    */
-  def typedKey(values: Map[String, Option[String]], partitionSchema: StructType): Seq[Option[Any]] =
+  def typedKey(values: Map[String, Option[String]], partitionSchema: StructType, zone: Option[ZoneId]): Seq[Option[Any]] =
     partitionSchema.fields.toSeq.map { f =>
       val raw = values.get(f.name).orElse(values.collectFirst { case (k, v) if k.equalsIgnoreCase(f.name) => v })
       raw.flatten.filter(_.nonEmpty).map { v =>
-        try parse(v, f.dataType) catch { case _: IllegalArgumentException => Unparsed(v) }
+        try parse(v, f.dataType, zone) catch { case _: IllegalArgumentException => Unparsed(v) }
       }
     }
 
   private final case class Unparsed(raw: String)
 
   /** A set of partitions (log values), matched by value: see [[typedKey]]. */
-  final class KeySet(partitions: Iterable[Map[String, Option[String]]], partitionSchema: StructType) {
-    private val keys = partitions.iterator.map(typedKey(_, partitionSchema)).toSet
+  final class KeySet(partitions: Iterable[Map[String, Option[String]]], partitionSchema: StructType,
+                     zone: Option[ZoneId]) {
+    private val keys = partitions.iterator.map(typedKey(_, partitionSchema, zone)).toSet
     def size: Int = keys.size
-    def contains(values: Map[String, Option[String]]): Boolean = keys.contains(typedKey(values, partitionSchema))
+    def contains(values: Map[String, Option[String]]): Boolean = keys.contains(typedKey(values, partitionSchema, zone))
   }
 
-  /** The partitions of `partitions` as a set matched by value, not spelling (dynamic partition overwrite). */
-  def keySet(partitions: Iterable[Map[String, Option[String]]], partitionSchema: StructType): KeySet =
-    new KeySet(partitions, partitionSchema)
-
-  /**
-   * A log value in a form Spark's string-to-type cast reads back exactly. Zone-less timestamps are read as UTC, as
-   * delta-rs reads them; ISO-8601 values carry their zone.
-   */
-  def toCastableString(value: String, dataType: DataType): String = dataType match {
-    case TimestampType if !value.contains('T') && !value.endsWith("Z") => formatTimestamp(parseTimestamp(value))
-    case _ => value
-  }
+  /** The partitions of `partitions` as a set matched by value, not spelling ([[typedKey]] explains `zone`). */
+  def keySet(partitions: Iterable[Map[String, Option[String]]], partitionSchema: StructType,
+             zone: Option[ZoneId]): KeySet =
+    new KeySet(partitions, partitionSchema, zone)
 }

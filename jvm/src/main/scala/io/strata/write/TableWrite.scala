@@ -4,7 +4,7 @@ import java.util.UUID
 
 import io.strata.config.WriteOptions
 import io.strata.log._
-import io.strata.shim.{InputRead, PartitionSetPredicate}
+import io.strata.shim.{InputRead, PartitionSetPredicate, SparkInternals}
 import io.strata.table.TableSchema
 import io.strata.table.TableSchema.ColumnFeed
 import org.apache.spark.sql.types.StructType
@@ -167,7 +167,8 @@ final class TableWrite private (
     case (None, WriteMode.Append) => TableOperation.Append(added)
     case (None, WriteMode.Overwrite) => TableOperation.OverwriteByFilter(FilePredicate.WholeTable, currentFiles, added)
     case (None, WriteMode.DynamicOverwrite) =>
-      val written = new PartitionSetPredicate(schema.partitionSchema, added.map(_.partitionValues))
+      val written = new PartitionSetPredicate(schema.partitionSchema, added.map(_.partitionValues),
+        SparkInternals.sessionZone(SparkInternals.activeSession))
       TableOperation.OverwriteByFilter(written, currentFiles.filter(f => written.contains(f.partitionValues)), added)
     case (None, WriteMode.ReplaceWhere(p)) =>
       val (files, scope) = replaced.getOrElse(throw new IllegalStateException(s"replaceWhere '$p': files not chosen"))

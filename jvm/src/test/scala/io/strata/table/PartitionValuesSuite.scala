@@ -13,9 +13,16 @@ class PartitionValuesSuite extends AnyFunSuite with SparkTestSession {
   private def micros(i: Instant): Long = Math.addExact(Math.multiplyExact(i.getEpochSecond, 1000000L), i.getNano / 1000L)
   private def micros(iso: String): Long = micros(Instant.parse(iso))
 
-  /** What Spark's reader makes of a log value (the same cast the scan's file index applies). */
-  private def sparkReads(value: String, dataType: DataType): Any =
-    SparkInternals.castPartitionValue(toCastableString(value, dataType), dataType, "UTC")
+  private val LA = ZoneId.of("America/Los_Angeles")
+
+  /** What Strata's scan makes of a log value in a session in `zone` (the file index's partition row). */
+  private def strataReads(value: String, dataType: DataType, zone: ZoneId = ZoneOffset.UTC): Any =
+    SparkInternals.partitionRow(StructType(Seq(StructField("p", dataType))), Map("p" -> Some(value)), zone)
+      .get(0, dataType)
+
+  /** What delta-spark makes of a log value in a session in `zone`: Spark's cast of the string in that zone. */
+  private def deltaSparkReads(value: String, dataType: DataType, zone: ZoneId): Any =
+    SparkInternals.castPartitionValue(value, dataType, zone.getId)
 
   test("dates: yyyy-MM-dd before 1970, around the epoch, far in the future; Spark reads them back") {
     val days = Seq(LocalDate.of(1, 1, 1), LocalDate.of(1582, 10, 4), LocalDate.of(1900, 2, 28), LocalDate.of(1969, 12, 31),
@@ -24,7 +31,7 @@ class PartitionValuesSuite extends AnyFunSuite with SparkTestSession {
     assert(formatted == Seq("0001-01-01", "1582-10-04", "1900-02-28", "1969-12-31", "1970-01-01", "2024-02-29",
       "9999-12-31"))
     assert(formatted.map(parseDate) == days)
-    assert(formatted.map(sparkReads(_, DateType)) == days)
+    assert(formatted.map(strataReads(_, DateType)) == days)
   }
 
   test("timestamps: ISO-8601 UTC with microseconds, exact for instants before 1970, far future and every microsecond") {
@@ -37,20 +44,20 @@ class PartitionValuesSuite extends AnyFunSuite with SparkTestSession {
       micros("9999-12-31T23:59:59.999999Z") -> "9999-12-31T23:59:59.999999Z")
     cases.foreach { case (m, text) =>
       assert(formatTimestamp(m) == text)
-      assert(parseTimestamp(text) == m, text)
-      assert(sparkReads(text, TimestampType) == m, text)
+      assert(parseTimestamp(text, LA) == m, text)
+      assert(strataReads(text, TimestampType, LA) == m, text)
     }
   }
 
-  test("a timestamp parses the same from every spelling the protocol allows (delta-rs writes it zone-less)") {
+  test("a timestamp parses the same from every spelling the protocol allows (in a UTC session: zone-less is UTC)") {
     val m = micros("2024-03-01T10:11:12.500000Z")
     Seq("2024-03-01 10:11:12.500000", "2024-03-01 10:11:12.5", "2024-03-01T10:11:12.500000Z", "2024-03-01T10:11:12.5Z",
       "2024-03-01T15:41:12.5+05:30", "2024-03-01T05:11:12.500-05:00", "2024-03-01 10:11:12.500000000")
       .foreach { s =>
-        assert(parseTimestamp(s) == m, s)
-        assert(sparkReads(s, TimestampType) == m, s)
+        assert(parseTimestamp(s, ZoneOffset.UTC) == m, s)
+        assert(strataReads(s, TimestampType) == m, s)
       }
-    assert(parseTimestamp("2024-03-01 10:11:12") == micros("2024-03-01T10:11:12Z"))
+    assert(parseTimestamp("2024-03-01 10:11:12", ZoneOffset.UTC) == micros("2024-03-01T10:11:12Z"))
   }
 
   test("DST hours in several zones: instants a session zone renders alike keep distinct log values") {
@@ -62,10 +69,10 @@ class PartitionValuesSuite extends AnyFunSuite with SparkTestSession {
       val b = a + 3600L * 1000000L
       val local = Seq(a, b).map(m => LocalDateTime.ofInstant(Instant.EPOCH.plusNanos(m * 1000L), ZoneId.of(zone)))
       assert(local.distinct.size == 1, s"$zone: the test needs a repeated local hour, got $local")
-      assert(Seq(a, b).map(formatTimestamp).map(parseTimestamp) == Seq(a, b), zone)
+      assert(Seq(a, b).map(formatTimestamp).map(parseTimestamp(_, ZoneId.of(zone))) == Seq(a, b), zone)
     }
     val spring = micros("2024-03-10T07:30:00Z") // 03:30 EDT; 02:30 does not exist in New York that day
-    assert(parseTimestamp(formatTimestamp(spring)) == spring)
+    assert(parseTimestamp(formatTimestamp(spring), ZoneId.of("America/New_York")) == spring)
   }
 
   test("timestamp_ntz: yyyy-MM-dd HH:mm:ss[.SSSSSS], no zone involved") {
@@ -73,7 +80,7 @@ class PartitionValuesSuite extends AnyFunSuite with SparkTestSession {
     assert(formatTimestampNtz(m) == "1969-12-31 23:59:59.999999")
     assert(formatTimestampNtz(0L) == "1970-01-01 00:00:00")
     assert(Seq(m, 0L, 1L).map(x => parseTimestampNtz(formatTimestampNtz(x))) == Seq(m, 0L, 1L))
-    assert(Seq(m, 0L).map(x => sparkReads(formatTimestampNtz(x), TimestampNTZType)) == Seq(m, 0L))
+    assert(Seq(m, 0L).map(x => strataReads(formatTimestampNtz(x), TimestampNTZType, LA)) == Seq(m, 0L))
     val e = intercept[IllegalArgumentException](parseTimestampNtz("2024-01-01T00:00:00Z"))
     assert(e.getMessage.contains("'2024-01-01T00:00:00Z' is not a valid timestamp_ntz partition value: expected " +
       "yyyy-MM-dd HH:mm:ss[.SSSSSS]"))
@@ -95,24 +102,64 @@ class PartitionValuesSuite extends AnyFunSuite with SparkTestSession {
       "D" -> Some("2024-03-01"), "s" -> None)
     val other = Map("ts" -> Some("2024-03-01 10:11:12.000000"), "amt" -> Some("12.5"), "b" -> Some("TRUE"),
       "d" -> Some("2024-03-01"), "s" -> Some(""))
-    assert(typedKey(strata, schema) == typedKey(other, schema))
-    assert(typedKey(strata, schema) != typedKey(strata + ("ts" -> Some("2024-03-01T10:11:12.000001Z")), schema))
-    assert(typedKey(strata, schema) != typedKey(strata + ("s" -> Some("x")), schema))
+    val utc = Some(ZoneOffset.UTC)
+    assert(typedKey(strata, schema, utc) == typedKey(other, schema, utc))
+    assert(typedKey(strata, schema, utc) != typedKey(strata + ("ts" -> Some("2024-03-01T10:11:12.000001Z")), schema, utc))
+    assert(typedKey(strata, schema, utc) != typedKey(strata + ("s" -> Some("x")), schema, utc))
     val bad = strata + ("ts" -> Some("yesterday"))
-    assert(typedKey(bad, schema) == typedKey(bad, schema) && typedKey(bad, schema) != typedKey(strata, schema))
-    val set = keySet(Seq(strata), schema)
+    assert(typedKey(bad, schema, utc) == typedKey(bad, schema, utc) && typedKey(bad, schema, utc) != typedKey(strata, schema, utc))
+    val set = keySet(Seq(strata), schema, utc)
     assert(set.size == 1 && set.contains(other) && !set.contains(bad))
   }
 
   test("values that are not of the column's type: errors name the value, the type and the expected form") {
-    val e1 = intercept[IllegalArgumentException](parse("2024-13-01", DateType))
+    val e1 = intercept[IllegalArgumentException](parse("2024-13-01", DateType, None))
     assert(e1.getMessage.startsWith("'2024-13-01' is not a valid date partition value: expected yyyy-MM-dd (Invalid"))
     val schema = StructType(Seq(StructField("d", DateType)))
-    assert(typedKey(Map("d" -> Some("2024-13-01")), schema) != typedKey(Map("d" -> Some("2024-01-13")), schema))
-    val e2 = intercept[IllegalArgumentException](parse("noon", TimestampType))
+    assert(typedKey(Map("d" -> Some("2024-13-01")), schema, None) != typedKey(Map("d" -> Some("2024-01-13")), schema, None))
+    val e2 = intercept[IllegalArgumentException](parse("noon", TimestampType, Some(LA)))
     assert(e2.getMessage == "'noon' is not a valid timestamp partition value: expected yyyy-MM-dd HH:mm:ss[.SSSSSS] " +
-      "(UTC) or ISO-8601 such as 1970-01-01T00:00:00.123456Z.")
-    assert(intercept[IllegalArgumentException](parse("1.5", IntegerType)).getMessage.contains("expected an integer"))
-    assert(intercept[IllegalArgumentException](parse("yes", BooleanType)).getMessage.contains("expected true or false"))
+      "(a local time in the session time zone) or ISO-8601 such as 1970-01-01T00:00:00.123456Z.")
+    assert(intercept[IllegalArgumentException](parse("1.5", IntegerType, None)).getMessage.contains("expected an integer"))
+    assert(intercept[IllegalArgumentException](parse("yes", BooleanType, None)).getMessage.contains("expected true or false"))
+  }
+
+  // Defect 8: delta-spark casts a log value to a timestamp in the session time zone; Strata must read it alike.
+  test("zone-less timestamps are local times in the session zone (DST gap and repeated hour too), as delta-spark reads") {
+    val cases = Seq(
+      "2024-03-10 01:30:00" -> "2024-03-10T09:30:00Z", // PST, the last hour before spring-forward
+      "2024-03-10 02:30:00" -> "2024-03-10T10:30:00Z", // does not exist in Los Angeles: moves forward by the gap
+      "2024-03-10 03:30:00.5" -> "2024-03-10T10:30:00.500Z", // PDT
+      "2024-11-03 01:30:00" -> "2024-11-03T08:30:00Z", // the repeated hour: the earlier offset (PDT)
+      "2024-11-03 02:30:00" -> "2024-11-03T10:30:00Z", // PST
+      // An explicit zone or offset names the instant whatever the session zone.
+      "2024-11-03T09:30:00.000000Z" -> "2024-11-03T09:30:00Z",
+      "2024-11-03 01:30:00-08:00" -> "2024-11-03T09:30:00Z",
+      "2024-11-03T15:00:00+05:30" -> "2024-11-03T09:30:00Z")
+    cases.foreach { case (value, instant) =>
+      assert(parseTimestamp(value, LA) == micros(instant), value)
+      assert(strataReads(value, TimestampType, LA) == micros(instant), value)
+      assert(deltaSparkReads(value, TimestampType, LA) == micros(instant), value)
+    }
+    // The same zone-less text is another instant in another session zone; an explicit one is not.
+    assert(parseTimestamp("2024-03-10 01:30:00", ZoneOffset.UTC) == micros("2024-03-10T01:30:00Z"))
+    assert(parseTimestamp("2024-03-10 01:30:00", ZoneId.of("Asia/Kolkata")) == micros("2024-03-09T20:00:00Z"))
+    assert(parseTimestamp("2024-11-03T09:30:00.000000Z", ZoneId.of("Asia/Kolkata")) == micros("2024-11-03T09:30:00Z"))
+    // Directory values are rendered by Strata's own writer in UTC, whatever the session: read back as UTC.
+    assert(fromDirectoryValue("2024-03-10 01:30:00", TimestampType).contains("2024-03-10T01:30:00.000000Z"))
+  }
+
+  test("typedKey: Some(zone) matches a zone-less value with the instant that session reads; None never does") {
+    val schema = StructType(Seq(StructField("ts", TimestampType)))
+    def key(ts: String, zone: Option[ZoneId]) = typedKey(Map("ts" -> Some(ts)), schema, zone)
+    val zoneLess = "2024-03-10 01:30:00"
+    val utcForm = "2024-03-10T09:30:00.000000Z" // 01:30 PST
+    assert(key(zoneLess, Some(LA)) == key(utcForm, Some(LA)))
+    assert(key(zoneLess, Some(ZoneOffset.UTC)) != key(utcForm, Some(ZoneOffset.UTC)))
+    // None: equal keys read alike in every session zone (what a rewrite such as OPTIMIZE may merge).
+    assert(key(zoneLess, None) != key(utcForm, None))
+    assert(key(zoneLess, None) == key("2024-03-10 01:30:00.000000", None))
+    assert(key(utcForm, None) == key("2024-03-10T01:00:00-08:30", None))
+    assert(key(zoneLess, None) != key("2024-03-10 01:30:00.000001", None))
   }
 }

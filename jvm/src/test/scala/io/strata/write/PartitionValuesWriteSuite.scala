@@ -128,11 +128,13 @@ class PartitionValuesWriteSuite extends AnyFunSuite with SparkTestSession {
       Map("ts" -> Some("2024-03-01 10:11:12.000000")), java.nio.file.Files.size(foreignDir.resolve(part)),
       System.currentTimeMillis(), dataChange = true)), Operation("WRITE"))
     assert(rows(spark.read.format("strata").load(path)) == Seq(Row(1L, Timestamp.from(Instant.parse("2024-03-01T10:11:12Z")))))
+    // The zone-less text is a local time of the session (as delta-spark reads it): 10:11:12 EST in New York.
+    val newYorkReading = Timestamp.from(Instant.parse("2024-03-01T15:11:12Z"))
     inZone("America/New_York") {
-      Seq((2L, Timestamp.from(Instant.parse("2024-03-01T10:11:12Z")))).toDF("id", "ts").write.format("strata")
+      Seq((2L, newYorkReading)).toDF("id", "ts").write.format("strata")
         .mode("overwrite").option("partitionOverwriteMode", "dynamic").save(path)
     }
-    assert(rows(spark.read.format("strata").load(path)) == Seq(Row(2L, Timestamp.from(Instant.parse("2024-03-01T10:11:12Z")))))
-    assert(log(path).snapshot().files.map(_.partitionValues("ts")) == Seq(Some("2024-03-01T10:11:12.000000Z")))
+    assert(rows(spark.read.format("strata").load(path)) == Seq(Row(2L, newYorkReading)))
+    assert(log(path).snapshot().files.map(_.partitionValues("ts")) == Seq(Some("2024-03-01T15:11:12.000000Z")))
   }
 }

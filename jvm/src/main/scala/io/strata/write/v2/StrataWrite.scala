@@ -166,7 +166,8 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
     val start = System.nanoTime()
     try {
       tableWrite.readInput(InputReads.currentPlan().toSeq.flatMap(plan =>
-        InputReads.of(plan, log.tablePath, tableWrite.schema.schema, tableWrite.schema.partitionColumns)))
+        InputReads.of(plan, log.tablePath, tableWrite.schema.schema, tableWrite.schema.partitionColumns,
+          SparkInternals.sessionZone(SparkSession.active))))
       val result = tableWrite.commit(files, rowCounts,
         if (tableWrite.mode == WriteMode.RewriteRows("MERGE")) MergeClauses.current() else Map.empty)
       this.result = Some(result)
