@@ -14,10 +14,10 @@ MAVEN_REPO   := $(shell project/maven-repo-url.sh)
 PY           ?= python3
 VENV         := .venv
 VPY          := $(VENV)/bin/python
-JAR_SRC      := jvm/target/scala-2.13/strata-spark_2.13-$(VERSION).jar
+JAR_SRC      := jvm/spark/target/scala-2.13/strata-spark_2.13-$(VERSION).jar
 PKG_JAR      := python/src/strata/jars/strata-spark.jar
 WHEEL        := $(BUILD_DIR)/dist/strata-$(VERSION)-py3-none-any.whl
-JVM_SOURCES  := $(shell find jvm/src/main -type f 2>/dev/null) build.sbt VERSION project/build.properties
+JVM_SOURCES  := $(shell find jvm/log/src/main jvm/spark/src/main -type f 2>/dev/null) build.sbt VERSION project/build.properties
 DELTA_VERSION := 4.4.0
 PEER_JARS    := $(BUILD_DIR)/peers/delta-spark_4.1_2.13-$(DELTA_VERSION).jar $(BUILD_DIR)/peers/delta-storage-$(DELTA_VERSION).jar
 S3PROXY_VERSION := 4.0.0
@@ -52,9 +52,10 @@ demo: build
 test: build typecheck $(SBT_LAUNCH) $(SBT_REPOS) $(PEER_JARS) $(S3_TEST_JARS) $(S3PROXY_JAR)
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-jvm test-python
 
-## test-jvm: scalatest; SUITES="io.strata.log.ConflictMatrixSuite ..." runs only those suites (development)
+## test-jvm: scalatest of both modules (log, then spark); SUITES="io.strata.log.ConflictMatrixSuite ..." runs only
+## those suites of the connector (development)
 test-jvm: $(SBT_LAUNCH) $(SBT_REPOS) $(S3PROXY_JAR) $(PEER_JARS)
-	$(SBT) $(if $(SUITES),"jvm/testOnly $(SUITES)",jvm/test) < /dev/null
+	$(SBT) $(if $(SUITES),"spark/testOnly $(SUITES)",log/test spark/test) < /dev/null
 
 test-python: build $(PEER_JARS) $(S3_TEST_JARS) $(S3PROXY_JAR)
 	$(VENV)/bin/pytest -q --durations=25 $(if $(PYTESTS),$(PYTESTS),tests)
@@ -98,7 +99,7 @@ $(SBT_REPOS): project/maven-repo-url.sh
 	printf '[repositories]\n  local\n  maven-central: %s\n' "$(MAVEN_REPO)" > $@
 
 $(JAR_SRC): $(SBT_LAUNCH) $(SBT_REPOS) $(JVM_SOURCES)
-	$(SBT) jvm/package < /dev/null
+	$(SBT) spark/package < /dev/null
 	@touch $@
 
 $(PKG_JAR): $(JAR_SRC)
@@ -171,4 +172,4 @@ sbt: $(SBT_LAUNCH) $(SBT_REPOS)
 	java $(SBT_OPTS) $(call proxy_opts) -Dsbt.repository.config=$(SBT_REPOS) -Dsbt.override.build.repos=true -jar $(SBT_LAUNCH)
 
 clean:
-	rm -rf $(BUILD_DIR) jvm/target target project/target project/project python/src/strata/jars $(VENV)
+	rm -rf $(BUILD_DIR) jvm/log/target jvm/spark/target target project/target project/project python/src/strata/jars $(VENV)

@@ -1,5 +1,6 @@
 // Strata: transactional Delta-protocol table writes for Spark 4.1.1.
-// One JVM module (jvm/); the Python package in python/ carries the jar this builds.
+// Two JVM modules: jvm/log, the Delta log core (no Spark on its class path), and jvm/spark, the Spark connector that
+// depends on it. The connector's jar carries both (one jar); the Python package in python/ ships it.
 
 lazy val sparkVersion = "4.1.1"
 // S3 tests only: the hadoop-aws of Spark 4.1.1's Hadoop and the slim AWS SDK v2 modules S3A uses, instead of the
@@ -20,12 +21,35 @@ lazy val sparkJavaOpens = Seq(
 ).map(p => s"--add-opens=$p=ALL-UNNAMED") :+ "-Djdk.reflect.useDirectMethodHandle=false"
 
 lazy val root = (project in file("."))
-  .aggregate(jvm)
+  .aggregate(log, spark)
   .settings(publish / skip := true)
 
-lazy val jvm = (project in file("jvm"))
+// The versions Spark 4.1.1 ships (all Provided: at run time they come from Spark's distribution).
+lazy val logDependencies = Seq(
+  "org.apache.hadoop" % "hadoop-client-api" % "3.4.2",
+  "org.apache.hadoop" % "hadoop-client-runtime" % "3.4.2",
+  "com.fasterxml.jackson.core" % "jackson-databind" % "2.20.0",
+  "org.roaringbitmap" % "RoaringBitmap" % "1.3.0",
+  "org.apache.parquet" % "parquet-hadoop" % "1.16.0",
+  "org.slf4j" % "slf4j-api" % "2.0.17")
+
+/** The Delta log core: actions, replay, checkpoints, commits and conflict rules, log stores, deletion vectors. */
+lazy val log = (project in file("jvm/log"))
+  .settings(
+    name := "strata-log",
+    libraryDependencies ++= logDependencies.map(_ % Provided) ++ Seq("org.scalatest" %% "scalatest" % "3.2.19" % Test),
+    scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature", "-Wunused:imports"),
+    javacOptions ++= Seq("--release", "17"),
+    Test / fork := true,
+    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oDF")
+  )
+
+lazy val spark = (project in file("jvm/spark"))
+  .dependsOn(log)
   .settings(
     name := "strata-spark",
+    // One jar: the log core's classes go into the connector's.
+    Compile / packageBin / mappings ++= (log / Compile / packageBin / mappings).value,
     libraryDependencies ++= Seq(
       // Everything at run time comes from Spark's own distribution: the jar stays thin.
       "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,

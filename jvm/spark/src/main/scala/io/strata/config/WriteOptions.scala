@@ -144,7 +144,7 @@ object StrataOptions {
         case Some(name) => throw new InvalidTableOperationException(
           s"Option '$name' is not supported by this version of Strata yet; nothing was written.")
         case None =>
-          val closest = known.filterNot(_.startsWith("__")).minBy(c => editDistance(lc(c), k))
+          val closest = known.filterNot(_.startsWith("__")).minBy(c => io.strata.log.Spelling.editDistance(lc(c), k))
           throw new InvalidTableOperationException(
             s"Unknown option '$original'. Did you mean '$closest'? Known options: " +
               known.filterNot(_.startsWith("__")).mkString(", ") + ".")
@@ -174,13 +174,5 @@ object StrataOptions {
     val node = io.strata.log.ActionCodec.mapper.readTree(json)
     import scala.jdk.CollectionConverters._
     node.elements.asScala.map(_.asText).toSeq
-  }
-
-  private[strata] def editDistance(a: String, b: String): Int = {
-    val d = Array.tabulate(a.length + 1, b.length + 1)((i, j) => if (i == 0) j else if (j == 0) i else 0)
-    for (i <- 1 to a.length; j <- 1 to b.length) {
-      d(i)(j) = math.min(math.min(d(i - 1)(j) + 1, d(i)(j - 1) + 1), d(i - 1)(j - 1) + (if (a(i - 1) == b(j - 1)) 0 else 1))
-    }
-    d(a.length)(b.length)
   }
 }

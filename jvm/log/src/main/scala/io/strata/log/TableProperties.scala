@@ -129,7 +129,7 @@ object TableProperties {
       case Some((canonical, check)) => checkValue(canonical, check, value, table); canonical -> value
       case None =>
         val closest = (byLowerKey.values.map(_._1).toSeq ++ Seq(MinReaderVersion, MinWriterVersion))
-          .minBy(k => io.strata.config.StrataOptions.editDistance(k.toLowerCase(Locale.ROOT), lk))
+          .minBy(k => Spelling.editDistance(k.toLowerCase(Locale.ROOT), lk))
         throw new InvalidTableOperationException(s"Unknown table property '$key' for $table. Did you mean " +
           s"'$closest'? Properties in the delta. namespace are the Delta protocol's (DeltaConfigs); use another " +
           "prefix for your own.")
@@ -155,7 +155,7 @@ object TableProperties {
   private def canonicalFeature(key: String, table: String): String = {
     val name = key.substring(FeaturePrefix.length)
     DeltaFeatures.find(_.equalsIgnoreCase(name)).getOrElse {
-      val closest = DeltaFeatures.minBy(f => io.strata.config.StrataOptions.editDistance(f.toLowerCase(Locale.ROOT),
+      val closest = DeltaFeatures.minBy(f => Spelling.editDistance(f.toLowerCase(Locale.ROOT),
         name.toLowerCase(Locale.ROOT)))
       throw new InvalidTableOperationException(s"Table property $key of $table names an unknown table feature " +
         s"'$name'. Did you mean '$closest'?")
