@@ -40,12 +40,16 @@ lazy val log = (project in file("jvm/log"))
     libraryDependencies ++= logDependencies.map(_ % Provided) ++ Seq("org.scalatest" %% "scalatest" % "3.2.19" % Test),
     scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature", "-Wunused:imports"),
     javacOptions ++= Seq("--release", "17"),
+    // Its tests run alone (`log/test`) on this class path, which has no Spark: a Spark reference fails to compile.
     Test / fork := true,
+    Test / javaOptions ++= Seq("-Xmx2g", "-Xss4m", "-XX:+UseParallelGC"),
+    Test / parallelExecution := false,
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oDF")
   )
 
 lazy val spark = (project in file("jvm/spark"))
-  .dependsOn(log)
+  // The connector's tests also use the log core's test helpers (LogTestSupport, ChildJvm, ThreadRace, ...).
+  .dependsOn(log % "compile->compile;test->test")
   .settings(
     name := "strata-spark",
     // One jar: the log core's classes go into the connector's.

@@ -109,9 +109,7 @@ class DeletionVectorRaceSuite extends AnyFunSuite with DmlTestSupport with LoneE
   }
 
   test("entries read from a delta-spark checkpoint are written back with protocol fields only (no *_parsed)") {
-    val golden = Seq(java.nio.file.Paths.get("..", "..", "shared", "fixtures", "delta-golden"),
-      java.nio.file.Paths.get("..", "shared", "fixtures", "delta-golden"))
-      .map(_.resolve("dv-partitioned-with-checkpoint").toAbsolutePath.normalize).find(Files.isDirectory(_)).get
+    val golden = Fixtures.goldenTable("dv-partitioned-with-checkpoint")
     val dir = tempDir("dvrace-golden").resolve("t")
     org.apache.commons.io.FileUtils.copyDirectory(golden.toFile, dir.toFile)
     // The checkpoint (version 10) has partitionValues_parsed. The DELETE grows vectors of entries read from it;

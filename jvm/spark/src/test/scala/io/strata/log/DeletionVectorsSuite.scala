@@ -11,9 +11,7 @@ import scala.jdk.CollectionConverters._
 
 /** Deletion vectors written by delta-spark (golden table dv-partitioned-with-checkpoint), decoded by Strata. */
 class DeletionVectorsSuite extends AnyFunSuite with SparkTestSession {
-  private val table = Seq(Paths.get("..", "..", "shared", "fixtures", "delta-golden"),
-    Paths.get("..", "shared", "fixtures", "delta-golden"), Paths.get("/work/shared/fixtures/delta-golden"))
-    .map(_.resolve("dv-partitioned-with-checkpoint").toAbsolutePath.normalize).find(Files.isDirectory(_)).get
+  private val table = Fixtures.goldenTable("dv-partitioned-with-checkpoint")
   private val tablePath = new Path(table.toUri)
 
   test("Z85 decodes the ZeroMQ reference vector and refuses bad text") {

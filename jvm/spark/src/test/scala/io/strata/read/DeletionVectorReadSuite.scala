@@ -13,9 +13,7 @@ import scala.jdk.CollectionConverters._
  * and statistics pruning, through a checkpoint that carries the vectors; damaged vectors fail the read.
  */
 class DeletionVectorReadSuite extends AnyFunSuite with SparkTestSession {
-  private def golden(name: String) = Seq(Paths.get("..", "..", "shared", "fixtures", "delta-golden"),
-    Paths.get("..", "shared", "fixtures", "delta-golden"), Paths.get("/work/shared/fixtures/delta-golden"))
-    .map(_.resolve(name).toAbsolutePath.normalize).find(Files.isDirectory(_)).get
+  private def golden(name: String) = io.strata.log.Fixtures.goldenTable(name)
 
   private val partitioned = golden("dv-partitioned-with-checkpoint").toString
   private val keyCases = golden("log-replay-dv-key-cases").toString

@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.{Files, Paths, Path => JPath}
 import java.util.concurrent.TimeUnit
 
+import io.strata.ChildJvm
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
@@ -26,15 +27,11 @@ object ConcurrentAppender {
    */
   def runWriters(table: String, barrier: JPath, processes: Int, perProcess: Int, mode: String,
                  hadoop: Map[String, String] = Map.empty): (Seq[(Long, String, Int)], Seq[String]) = {
-    val javaBin = Paths.get(System.getProperty("java.home"), "bin", "java").toString
-    val javaOpts = sys.env.get("STRATA_TEST_JAVA_OPTS").toSeq.flatMap(_.split(" ")).filter(_.nonEmpty)
-    val props = hadoop.map { case (k, v) => s"-D$HadoopPrefix$k=$v" }
-    val cp = System.getProperty("java.class.path")
+    val props = hadoop.map { case (k, v) => s"-D$HadoopPrefix$k=$v" }.toSeq
     val outputs = (1 to processes).map(i => barrier.resolve(s"out-$i.txt"))
     val procs = (1 to processes).map { i =>
-      val cmd = Seq(javaBin) ++ javaOpts ++ props ++ Seq("-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-        "-cp", cp, "io.strata.log.ConcurrentAppender", table, i.toString, perProcess.toString, barrier.toString, mode)
-      new ProcessBuilder(cmd: _*).redirectErrorStream(true).redirectOutput(outputs(i - 1).toFile).start()
+      ChildJvm.startWith(props ++ Seq("-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"), outputs(i - 1).toFile,
+        "io.strata.log.ConcurrentAppender", table, i.toString, perProcess.toString, barrier.toString, mode)
     }
     def output(i: Int): String = new String(Files.readAllBytes(outputs(i)), UTF_8)
     try {

@@ -12,10 +12,7 @@ object DeletionVectorTestSupport {
   /** delta-spark's golden tables with deletion vectors. */
   val GoldenTables: Seq[String] = Seq("dv-partitioned-with-checkpoint", "log-replay-dv-key-cases", "dv-with-columnmapping")
 
-  def goldenTable(name: String): JPath = Seq(Paths.get("..", "..", "shared", "fixtures", "delta-golden"),
-    Paths.get("..", "shared", "fixtures", "delta-golden"), Paths.get("/work/shared/fixtures/delta-golden"))
-    .map(_.resolve(name).toAbsolutePath.normalize).find(Files.isDirectory(_))
-    .getOrElse(throw new AssertionError(s"golden table $name not found"))
+  def goldenTable(name: String): JPath = Fixtures.goldenTable(name)
 
   /** Every `deletionVector` descriptor (as JSON) in the table's JSON commits. */
   def goldenDescriptors(table: JPath): Seq[com.fasterxml.jackson.databind.JsonNode] =
@@ -80,7 +77,7 @@ object DeletionVectorTestSupport {
    * `make peer-jars` fetches into build/peers (used here only to compare bytes, never shipped).
    */
   object DeltaSpark {
-    lazy val jar: JPath = Seq(Paths.get("..", "build", "peers"), Paths.get("build", "peers")).filter(Files.isDirectory(_))
+    lazy val jar: JPath = Seq(Fixtures.peersDir).filter(Files.isDirectory(_))
       .flatMap(d => Files.list(d).iterator.asScala.filter(_.getFileName.toString.matches("delta-spark_.*\\.jar")))
       .headOption.map(_.toAbsolutePath).getOrElse(throw new AssertionError("No delta-spark jar in build/peers: " +
         "run `make peer-jars` (make test-jvm does)."))

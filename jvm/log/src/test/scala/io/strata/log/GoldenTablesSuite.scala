@@ -2,7 +2,7 @@ package io.strata.log
 
 import java.net.URI
 import java.nio.charset.StandardCharsets.UTF_8
-import java.nio.file.{Files, Path => JPath, Paths}
+import java.nio.file.{Files, Path => JPath}
 
 import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
@@ -15,11 +15,7 @@ import scala.util.control.NonFatal
  * loads completely and correctly, or is refused with a Strata error that names the feature, file or version.
  */
 class GoldenTablesSuite extends AnyFunSuite with LogTestSupport {
-  // STRATA_GOLDEN_TABLES, else shared/ beside the repository (the test JVM runs in jvm/), else the workplace's copy.
-  private val root: JPath = sys.env.get("STRATA_GOLDEN_TABLES").map(Paths.get(_)).getOrElse(
-    Seq(Paths.get("..", "..", "shared", "fixtures", "delta-golden"), Paths.get("..", "shared", "fixtures", "delta-golden"),
-      Paths.get("/work/shared/fixtures/delta-golden")).map(_.toAbsolutePath.normalize).find(Files.isDirectory(_))
-      .getOrElse(Paths.get("/work/shared/fixtures/delta-golden")))
+  private val root: JPath = Fixtures.goldenRoot
 
   /** Every directory below `root` holding a `_delta_log` directory, as a path relative to `root`. */
   private lazy val tables: Seq[String] = if (!Files.isDirectory(root)) Nil else {
