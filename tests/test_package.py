@@ -161,4 +161,4 @@ def test_table_api(spark: SparkSession, table_path: Path) -> None:
     assert [(r.version, r.operation, r.operationParameters["mode"], r.numOutputRows) for r in rows] == [
         (2, "WRITE", "Overwrite", 1), (1, "WRITE", "Append", 2), (0, "WRITE", "Append", 2),
     ]
-    assert all(r.engineInfo.startswith(f"Strata/{strata.__version__}") for r in rows)
+    assert {r.engineInfo for r in rows} == {f"Strata/{strata.__version__} Apache-Spark/{spark.version}"}

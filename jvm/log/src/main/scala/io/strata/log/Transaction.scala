@@ -240,7 +240,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
       op.metrics.toSeq.sortBy(_._1).foreach { case (k, v) => m.put(k, v.toString) }
     }
     op.userMetadata.foreach(o.put("userMetadata", _))
-    o.put("engineInfo", Transaction.engineInfo)
+    o.put("engineInfo", Engine.info)
     o.put("txnId", txnId)
     CommitInfo(o)
   }
@@ -297,17 +297,4 @@ object Transaction {
    */
   val beforeCommitHook = new java.util.concurrent.atomic.AtomicReference[Option[Transaction => Unit]](None)
   private val logger = org.slf4j.LoggerFactory.getLogger(classOf[Transaction])
-
-  lazy val strataVersion: String = {
-    val in = getClass.getResourceAsStream("/io/strata/strata-version.properties")
-    if (in == null) "unknown" else try {
-      val p = new java.util.Properties(); p.load(in); p.getProperty("version", "unknown")
-    } finally in.close()
-  }
-
-  lazy val engineInfo: String = {
-    val spark = scala.util.Try(Class.forName("org.apache.spark.package$").getField("MODULE$").get(null))
-      .flatMap(m => scala.util.Try(m.getClass.getMethod("SPARK_VERSION").invoke(m).toString)).toOption
-    s"Strata/$strataVersion" + spark.map(v => s" Apache-Spark/$v").getOrElse("")
-  }
 }

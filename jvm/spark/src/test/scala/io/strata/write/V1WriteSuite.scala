@@ -36,6 +36,9 @@ class V1WriteSuite extends AnyFunSuite with SparkTestSession {
     assert(snap.partitionColumns == Seq("p"))
     val ops = log(path).history().map(c => c.commitInfo.get.json.get("operationParameters").get("mode").asText)
     assert(ops == Seq("Overwrite", "Append", "Append"))
+    val version = new String(Files.readAllBytes(io.strata.log.Fixtures.repoRoot.resolve("VERSION"))).trim
+    val engines = log(path).history().map(_.commitInfo.get.json.get("engineInfo").asText).distinct
+    assert(engines == Seq(s"Strata/$version Apache-Spark/4.1.1"), "the connector names Spark (io.strata.SparkEngine)")
   }
 
   test("partition values with nulls, empty strings and special characters round-trip") {
