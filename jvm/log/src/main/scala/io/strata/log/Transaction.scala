@@ -2,7 +2,7 @@ package io.strata.log
 
 import java.util.UUID
 
-import org.apache.hadoop.fs.FileAlreadyExistsException
+import org.apache.hadoop.fs.{FileAlreadyExistsException, FileStatus}
 
 import scala.util.control.NonFatal
 
@@ -24,7 +24,8 @@ final case class CommitResult(version: Long, attempts: Int, commitInfo: CommitIn
  * An optimistic transaction (PROTOCOL.md, "Optimistic Concurrency Control"): it reads version N, stages actions and
  * tries to create version N+1. When another writer got there first it reads the winning commits, fails with a
  * typed [[ConcurrentModificationException]] if they logically conflict with what this transaction read or
- * replaced, and otherwise tries the next version. Blind appends never conflict.
+ * replaced, and otherwise tries the next version. Blind appends never conflict. What follows a commit that landed
+ * (checkpoints, log cleanup, a connector's work) is not part of it: [[PostCommitHook]]s run then, and cannot fail it.
  */
 final class Transaction private[log] (val log: TableLog, val readSnapshot: Option[Snapshot]) {
   val readVersion: Long = readSnapshot.map(_.version).getOrElse(-1L)
@@ -35,6 +36,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
   private var requireNewTable = false
   private var requiredProtocol: Option[Protocol] = None
   private var committed = false
+  private var hooks = Vector.empty[PostCommitHook]
 
   /** The metadata this transaction will commit with (the new one, if set). */
   def metadata: Option[Metadata] = newMetadata.orElse(readSnapshot.map(_.metadata))
@@ -79,6 +81,12 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     reads = reads.copy(appIds = reads.appIds + appId)
     readSnapshot.flatMap(_.transactionVersion(appId))
   }
+
+  /**
+   * Runs `hook` after this transaction's commit lands, after the log core's own hooks (checkpoint, log cleanup); a
+   * hook registered twice runs once. See [[PostCommitHook]].
+   */
+  def registerPostCommitHook(hook: PostCommitHook): Unit = if (!hooks.contains(hook)) hooks :+= hook
 
   /** Commits `op` (its reads declared, its actions staged) plus `extra` actions (a `txn`) as the next version. */
   def commit(op: TableOperation, extra: Seq[Action], operation: Operation): CommitResult = {
@@ -131,8 +139,10 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
         put(version, lines) match {
           case Transaction.Landed =>
             val after = if (version == readVersion + 1) remember(version, body) else None
-            postCommit(version, meta, after)
-            return CommitResult(version, attempt, info)
+            val result = CommitResult(version, attempt, info)
+            PostCommitHook.runAll(PostCommitHook.LogHooks ++ hooks,
+              new CommittedVersion(log, result, body, meta, after.map(_._1), after.map(_._2)))
+            return result
           case Transaction.NotWritten(e) =>
             ioFailures += 1
             if (ioFailures >= Transaction.MaxIoFailures) throw e
@@ -159,9 +169,10 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
 
   /**
    * The table after this commit, when it directly follows the version read (no winner in between): the read
-   * snapshot plus this commit's actions, cached so the next load of the table needs no replay.
+   * snapshot plus this commit's actions, cached so the next load of the table needs no replay; with the commit file
+   * it was cached from.
    */
-  private def remember(version: Long, body: Seq[Action]): Option[Snapshot] = readSnapshot.flatMap { s =>
+  private def remember(version: Long, body: Seq[Action]): Option[(Snapshot, FileStatus)] = readSnapshot.flatMap { s =>
     try {
       val replay = Snapshot.Replay.from(s)
       body.foreach(replay.apply)
@@ -171,8 +182,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
       val after = replay.result(version, seg.copy(version = version,
         commitFiles = seg.commitFiles :+ status.getPath, lastCommitTimestamp = status.getModificationTime))
       SnapshotCache.put(log.tablePath.toString, after, Some(status))
-      rememberedCommit = Some(status)
-      Some(after)
+      Some((after, status))
     } catch { case NonFatal(e) => Transaction.logger.debug(s"Not caching version $version of ${log.tablePath}", e); None }
   }
 
@@ -243,40 +253,6 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     o.put("engineInfo", Engine.info)
     o.put("txnId", txnId)
     CommitInfo(o)
-  }
-
-  /** The commit file [[remember]] cached the new version from. */
-  private var rememberedCommit: Option[org.apache.hadoop.fs.FileStatus] = None
-
-  /**
-   * Writes the checkpoint when `version` is due one. `after`: the table at `version` when this commit directly
-   * followed the version read; it is checkpointed as is (no log replay), and stays cached with the new checkpoint as
-   * its segment, which is what a full load would choose now: the next transaction reads no log file at all.
-   */
-  private def postCommit(version: Long, meta: Metadata, after: Option[Snapshot]): Unit = {
-    val interval = TableLog.checkpointInterval(meta.configuration)
-    if (version > 0 && version % interval == 0) {
-      // A checkpoint only speeds up reading; the commit has landed whatever happens here.
-      val checkpointed = try {
-        val s = after.getOrElse(log.snapshotAt(version))
-        log.checkpoint(s)
-        Some(s)
-      } catch {
-        case NonFatal(e) => Transaction.logger.warn(s"Checkpoint of version $version of ${log.tablePath} failed", e); None
-      }
-      for (a <- checkpointed; _ <- after; status <- rememberedCommit) {
-        val segment = LogSegment(version, Some(version), Seq(FileNames.checkpointFile(log.logPath, version)), Nil,
-          a.segment.lastCommitTimestamp)
-        SnapshotCache.put(log.tablePath.toString, new Snapshot(a.tablePath, version, segment, a.protocol, a.metadata,
-          a.files, a.tombstones, a.transactions, a.domains), Some(status))
-      }
-      // Expired log files go after a new checkpoint (delta.enableExpiredLogCleanup, as delta-spark does).
-      if (checkpointed.isDefined && LogCleanup.automatic(meta)) {
-        try LogCleanup.run(log, LogCleanup.retentionMillis(meta), System.currentTimeMillis(), checkpointed) catch {
-          case NonFatal(e) => Transaction.logger.warn(s"Log cleanup of ${log.tablePath} after version $version failed", e)
-        }
-      }
-    }
   }
 }
 

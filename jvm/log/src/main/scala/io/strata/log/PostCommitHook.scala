@@ -1,0 +1,91 @@
+package io.strata.log
+
+import org.apache.hadoop.fs.FileStatus
+
+import scala.util.control.NonFatal
+
+/**
+ * Work that follows a commit once it is durable (delta-spark's hooks.PostCommitHook): checkpoints, log cleanup, and
+ * a connector's own work such as auto-compaction. A hook only makes later reads faster or the table tidier; the
+ * commit has landed whatever it does, so a hook's failure is logged and never fails the write (the transaction
+ * still returns its [[CommitResult]]), and the hooks after it still run.
+ *
+ * After each commit that lands (not after a retry found its application version already committed), the
+ * transaction runs in the committing thread, in this order: [[CheckpointHook]], [[LogCleanupHook]], then the hooks
+ * registered on it ([[Transaction.registerPostCommitHook]]) in the order they were registered.
+ */
+trait PostCommitHook {
+  /** Names the hook in the warning its failure logs. */
+  def name: String
+
+  def run(commit: CommittedVersion): Unit
+}
+
+/**
+ * A commit that landed, as post-commit hooks see it: the table's `log`, the transaction's `result` (the version it
+ * created, its commitInfo), the `actions` it committed (commitInfo aside) and the table's `metadata` at that version.
+ * `snapshot`: the table at the committed version when it is known without reading the log (the commit directly
+ * followed the version its transaction read); otherwise a hook that needs it loads `log.snapshotAt(version)`.
+ */
+final class CommittedVersion private[log] (
+    val log: TableLog,
+    val result: CommitResult,
+    val actions: Seq[Action],
+    val metadata: Metadata,
+    val snapshot: Option[Snapshot],
+    /** The commit file `snapshot` was cached with (see [[SnapshotCache]]). */
+    private[log] val commitFile: Option[FileStatus]) {
+  def version: Long = result.version
+
+  /** The table as [[CheckpointHook]] checkpointed it at `version`, when it did: [[LogCleanupHook]] follows it. */
+  private[log] var checkpointed: Option[Snapshot] = None
+}
+
+object PostCommitHook {
+  private val logger = org.slf4j.LoggerFactory.getLogger(classOf[PostCommitHook])
+
+  /** What runs after every commit that lands, before the hooks registered on its transaction. */
+  private[log] val LogHooks: Seq[PostCommitHook] = Seq(CheckpointHook, LogCleanupHook)
+
+  /** Runs `hooks` in order after `commit` landed; a failing hook is logged, and the next one still runs. */
+  private[log] def runAll(hooks: Seq[PostCommitHook], commit: CommittedVersion): Unit = hooks.foreach { hook =>
+    try hook.run(commit) catch {
+      case NonFatal(e) => logger.warn(s"Post-commit hook '${hook.name}' after version ${commit.version} of " +
+        s"${commit.log.tablePath} failed; the commit itself has landed.", e)
+    }
+  }
+}
+
+/**
+ * Writes the checkpoint when the committed version is due one (`delta.checkpointInterval`). The table after the
+ * commit, when known, is checkpointed as is (no log replay), and stays cached with the new checkpoint as its
+ * segment, which is what a full load would choose now: the next transaction reads no log file at all.
+ */
+object CheckpointHook extends PostCommitHook {
+  val name = "checkpoint"
+
+  def run(commit: CommittedVersion): Unit = {
+    val (log, version) = (commit.log, commit.version)
+    if (version > 0 && version % TableLog.checkpointInterval(commit.metadata.configuration) == 0) {
+      val s = commit.snapshot.getOrElse(log.snapshotAt(version))
+      log.checkpoint(s)
+      commit.checkpointed = Some(s)
+      for (_ <- commit.snapshot; status <- commit.commitFile) {
+        val segment = LogSegment(version, Some(version), Seq(FileNames.checkpointFile(log.logPath, version)), Nil,
+          s.segment.lastCommitTimestamp)
+        SnapshotCache.put(log.tablePath.toString, new Snapshot(s.tablePath, version, segment, s.protocol, s.metadata,
+          s.files, s.tombstones, s.transactions, s.domains), Some(status))
+      }
+    }
+  }
+}
+
+/** Deletes expired log files after a new checkpoint (`delta.enableExpiredLogCleanup`, as delta-spark does). */
+object LogCleanupHook extends PostCommitHook {
+  val name = "log cleanup"
+
+  def run(commit: CommittedVersion): Unit = commit.checkpointed.filter(_ => LogCleanup.automatic(commit.metadata))
+    .foreach { s =>
+      LogCleanup.run(commit.log, LogCleanup.retentionMillis(commit.metadata), System.currentTimeMillis(), Some(s))
+    }
+}

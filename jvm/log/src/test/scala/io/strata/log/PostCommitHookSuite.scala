@@ -1,0 +1,89 @@
+package io.strata.log
+
+import java.nio.file.Files
+
+import org.scalatest.LoneElement
+import org.scalatest.funsuite.AnyFunSuite
+
+import scala.collection.mutable.ArrayBuffer
+
+/** What runs after a commit lands: the log core's checkpoint and log cleanup hooks, then the registered ones. */
+class PostCommitHookSuite extends AnyFunSuite with LogTestSupport with LoneElement {
+  /** Records what it saw (and whether the checkpoint of that version was there by then); fails when asked to. */
+  private final class Recorder(val name: String, failing: Boolean = false) extends PostCommitHook {
+    val seen = ArrayBuffer.empty[(CommittedVersion, Boolean)]
+    def run(commit: CommittedVersion): Unit = {
+      seen += commit -> Files.exists(checkpointFile(java.nio.file.Paths.get(commit.log.tablePath.toUri), commit.version))
+      if (failing) throw new IllegalStateException(s"$name fails")
+    }
+  }
+
+  test("a failing hook leaves the commit landed and reported; the hooks after it still run") {
+    val table = tempDir()
+    val log = createTable(table)
+    val txn = log.startTransaction()
+    val (failing, next) = (new Recorder("failing", failing = true), new Recorder("next"))
+    txn.registerPostCommitHook(failing)
+    txn.registerPostCommitHook(next)
+    val r = txn.commit(Seq(add("a.parquet")), Operation("WRITE"))
+    assert(r.version == 1L && r.attempts == 1 && !r.alreadyCommitted)
+    assert(failing.seen.map(_._1.version) == Seq(1L) && next.seen.map(_._1.version) == Seq(1L))
+    assert(actionsOf(deltaFile(table, 1L)).collect { case a: AddFile => a.path } == Seq("a.parquet"))
+    assert(TableLog.forPath(hpath(table), newConf()).snapshot().files.map(_.path) == Seq("a.parquet"))
+  }
+
+  test("hooks see the committed version, its actions and metadata, and the table after it when known") {
+    val table = tempDir()
+    val log = createTable(table, metadata(configuration = Map("delta.checkpointInterval" -> "2")))
+    val direct = new Recorder("direct")
+    val txn = log.startTransaction()
+    txn.registerPostCommitHook(direct)
+    txn.registerPostCommitHook(direct) // runs once
+    txn.commit(Seq(add("a.parquet")), Operation("WRITE"))
+    val (c, _) = direct.seen.loneElement
+    assert(c.version == 1L && c.result.commitInfo.operation.contains("WRITE") && c.log.tablePath == log.tablePath)
+    assert(c.actions.collect { case a: AddFile => a.path } == Seq("a.parquet"))
+    assert(c.metadata.configuration("delta.checkpointInterval") == "2")
+    assert(c.snapshot.map(s => (s.version, s.files.map(_.path))).contains((1L, Seq("a.parquet"))))
+
+    // A winner in between: the table after the commit is not known without reading the log. Version 2 is due a
+    // checkpoint: the log core's hooks ran first.
+    val late = new Recorder("late")
+    val txn2 = log.startTransaction()
+    txn2.registerPostCommitHook(late)
+    append(log, add("b.parquet"))
+    assert(txn2.commit(Seq(add("c.parquet")), Operation("WRITE")).version == 3L)
+    assert(late.seen.map { case (s, cp) => (s.version, s.snapshot.isEmpty, cp) } == Seq((3L, true, false)))
+    val late2 = new Recorder("late2")
+    val txn3 = log.startTransaction()
+    txn3.registerPostCommitHook(late2)
+    txn3.commit(Seq(add("d.parquet")), Operation("WRITE"))
+    assert(late2.seen.map { case (s, cp) => (s.version, cp) } == Seq((4L, true)), "the checkpoint came first")
+  }
+
+  test("no hook runs after a retry whose application version is already committed") {
+    val table = tempDir()
+    val log = createTable(table)
+    log.startTransaction().commit(Seq(SetTransaction("app", 1L, None)), Operation("WRITE"))
+    val hook = new Recorder("hook")
+    val txn = log.startTransaction()
+    txn.registerPostCommitHook(hook)
+    assert(txn.commit(Seq(SetTransaction("app", 1L, None), add("a.parquet")), Operation("WRITE")).alreadyCommitted)
+    assert(hook.seen.isEmpty)
+  }
+
+  test("a failing checkpoint leaves the commit landed and reported; the next one due is written") {
+    val table = tempDir()
+    val conf = newConf()
+    conf.set(FaultInjectingLogStore.Setting._1, FaultInjectingLogStore.Setting._2)
+    val log = createTable(table, metadata(configuration = Map("delta.checkpointInterval" -> "2")), conf = conf)
+    append(log, add("a.parquet"))
+    val r = FaultInjectingLogStore.withFailingCheckpoints(append(log, add("b.parquet")))
+    assert(r.version == 2L && !Files.exists(checkpointFile(table, 2L)))
+    assert(TableLog.forPath(hpath(table), newConf()).snapshot().files.map(_.path).toSet == Set("a.parquet", "b.parquet"))
+    append(log, add("c.parquet"))
+    append(log, add("d.parquet"))
+    assert(Files.exists(checkpointFile(table, 4L)))
+    assert(TableLog.forPath(hpath(table), newConf()).snapshot().segment.checkpointVersion.contains(4L))
+  }
+}
