@@ -25,6 +25,7 @@ private[log] final class ConflictChecker(
     readVersion: Long,
     changesMetadata: Boolean,
     rowRebase: Option[RowDeleteRebase] = None) {
+  import ConflictChecker.{AlreadyCommitted, Checked, Outcome}
   private val removed = staged.collect { case r: RemoveFile => abs(r.path) }.toSet
   private val ownAppTxns = staged.collect { case t: SetTransaction => t.appId -> t.version }.toMap
 
@@ -35,36 +36,38 @@ private[log] final class ConflictChecker(
     !changesMetadata && staged.forall { case _: AddFile | _: SetTransaction => true; case _ => false }
 
   /**
-   * Checks every commit from `from` through `to` (or through the last one present when `to` is None); throws on the
-   * first conflict, or [[AlreadyCommitted]]. Returns the last version checked.
+   * Checks every commit from `from` through `to` (or through the last one present when `to` is None); throws the
+   * first conflict. [[ConflictChecker.Checked]] with the last version checked when none conflicts, or
+   * [[ConflictChecker.AlreadyCommitted]] at the first that records this transaction's application version.
    */
-  def checkCommits(from: Long, to: Option[Long]): Long = {
+  def checkCommits(from: Long, to: Option[Long]): Outcome = {
     var v = from
-    var last = from - 1
+    var outcome: Outcome = Checked(from - 1)
     var more = to.forall(from <= _)
     while (more) {
       val actions = try Some(log.readCommit(v)) catch { case _: CorruptLogException if to.isEmpty && v > from => None }
       actions match {
         case Some(winner) =>
-          check(v, winner); last = v; v += 1
-          more = to.forall(v <= _)
+          outcome = check(v, winner).getOrElse(Checked(v))
+          v += 1
+          more = outcome.isInstanceOf[Checked] && to.forall(v <= _)
         case None => more = false
       }
     }
-    last
+    outcome
   }
 
-  private def check(version: Long, winner: Seq[Action]): Unit = {
+  /** Throws when `winner` conflicts; the outcome when it already records our application version. */
+  private def check(version: Long, winner: Seq[Action]): Option[AlreadyCommitted] = {
     val op = winner.collectFirst { case c: CommitInfo => c.operation.getOrElse("unknown") }.getOrElse("unknown")
     // Rule 1. Application ids first: a retry whose earlier attempt (or a twin run) committed must be told so.
-    winner.foreach {
-      case t: SetTransaction if ownAppTxns.get(t.appId).exists(t.version >= _) =>
-        throw new AlreadyCommitted(version, t.appId, t.version)
-      case t: SetTransaction if ownAppTxns.contains(t.appId) || reads.appIds(t.appId) =>
-        throw new ConcurrentTransactionException(version, op, s"application '${t.appId}' committed its version " +
-          s"${t.version} concurrently")
-      case _ =>
-    }
+    val alreadyCommitted = winner.iterator.collect { case t: SetTransaction => t }.flatMap { t =>
+      if (ownAppTxns.get(t.appId).exists(t.version >= _)) Some(AlreadyCommitted(version, t.appId, t.version))
+      else if (ownAppTxns.contains(t.appId) || reads.appIds(t.appId)) throw new ConcurrentTransactionException(version,
+        op, s"application '${t.appId}' committed its version ${t.version} concurrently")
+      else None
+    }.nextOption()
+    if (alreadyCommitted.isDefined) return alreadyCommitted
     // Rules 2 and 3. Metadata before protocol: a commit that creates the table (or changes its schema and upgrades
     // the protocol with it) carries both, and the metadata change is what the losing transaction needs to hear about.
     if (winner.exists(_.isInstanceOf[Metadata])) throw new MetadataChangedException(version, op,
@@ -119,6 +122,7 @@ private[log] final class ConflictChecker(
           }
       case _ =>
     }
+    None
   }
 
   /**
@@ -144,6 +148,13 @@ private[log] final class ConflictChecker(
   }
 }
 
-/** Thrown inside the commit loop: a winning commit already recorded this application's version. */
-private[log] final class AlreadyCommitted(val version: Long, val appId: String, val appVersion: Long)
-  extends RuntimeException(null, null, false, false)
+private[log] object ConflictChecker {
+  /** What checking the commits found, when none conflicts. */
+  sealed trait Outcome
+
+  /** No conflict; `lastVersion`: the last commit checked (one before the first asked for when there was none). */
+  final case class Checked(lastVersion: Long) extends Outcome
+
+  /** Commit `version` already records `appId`'s version `appVersion` (ours or a later one): nothing to commit. */
+  final case class AlreadyCommitted(version: Long, appId: String, appVersion: Long) extends Outcome
+}

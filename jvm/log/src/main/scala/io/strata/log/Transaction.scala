@@ -122,7 +122,11 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     val info = commitInfo(operation, body, checker.isBlindAppend, isolation)
     var lines = (info +: body).map(ActionCodec.serialize)
     // Idempotence against the version this transaction read; the winners are checked in the loop.
-    body.collectFirst { case t: SetTransaction if readSnapshot.flatMap(_.transactionVersion(t.appId)).exists(_ >= t.version) =>
+    val alreadyRead = body.collectFirst {
+      case t: SetTransaction if readSnapshot.flatMap(_.transactionVersion(t.appId)).exists(_ >= t.version) => t
+    }
+    if (alreadyRead.isDefined) {
+      val t = alreadyRead.get
       Transaction.logger.info(s"Application '${t.appId}' version ${t.version} is already committed in ${log.tablePath}.")
       return CommitResult(readVersion, 1, info, alreadyCommitted = true)
     }
@@ -131,38 +135,42 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     var version = readVersion + 1
     var attempt = 1
     var ioFailures = 0
-    try {
-      // Commits between the input's read and this transaction's read are validated like winners.
-      reads.fromVersion.foreach(v => checker.checkCommits(v + 1, Some(readVersion)))
-      Transaction.beforeCommitHook.get().foreach(_(this))
-      while (true) {
-        put(version, lines) match {
-          case Transaction.Landed =>
-            val after = if (version == readVersion + 1) remember(version, body) else None
-            val result = CommitResult(version, attempt, info)
-            PostCommitHook.runAll(PostCommitHook.LogHooks ++ hooks,
-              new CommittedVersion(log, result, body, meta, after.map(_._1), after.map(_._2)))
-            return result
-          case Transaction.NotWritten(e) =>
-            ioFailures += 1
-            if (ioFailures >= Transaction.MaxIoFailures) throw e
-            attempt += 1 // the same version again
-          case Transaction.LostRace =>
-            if (attempt >= maxAttempts) throw new CommitRetriesExhaustedException(attempt, version)
-            version = checker.checkCommits(version, None) + 1
-            // Winners put vectors on files we change, on other rows: our vectors grow by theirs.
-            rowRebase.filter(_.pending).foreach { r =>
-              body = r.restage(body, System.currentTimeMillis())
-              lines = (info +: body).map(ActionCodec.serialize)
-            }
-            attempt += 1
-        }
+    def alreadyCommitted(a: ConflictChecker.AlreadyCommitted): CommitResult = {
+      Transaction.logger.info(s"Application '${a.appId}' version ${a.appVersion} is already committed in version " +
+        s"${a.version} of ${log.tablePath}: nothing to commit.")
+      CommitResult(a.version, attempt, info, alreadyCommitted = true)
+    }
+    // Commits between the input's read and this transaction's read are validated like winners.
+    reads.fromVersion.map(v => checker.checkCommits(v + 1, Some(readVersion))) match {
+      case Some(a: ConflictChecker.AlreadyCommitted) => return alreadyCommitted(a)
+      case _ =>
+    }
+    Transaction.beforeCommitHook.get().foreach(_(this))
+    while (true) {
+      put(version, lines) match {
+        case Transaction.Landed =>
+          val after = if (version == readVersion + 1) remember(version, body) else None
+          val result = CommitResult(version, attempt, info)
+          PostCommitHook.runAll(PostCommitHook.LogHooks ++ hooks,
+            new CommittedVersion(log, result, body, meta, after.map(_._1), after.map(_._2)))
+          return result
+        case Transaction.NotWritten(e) =>
+          ioFailures += 1
+          if (ioFailures >= Transaction.MaxIoFailures) throw e
+          attempt += 1 // the same version again
+        case Transaction.LostRace =>
+          if (attempt >= maxAttempts) throw new CommitRetriesExhaustedException(attempt, version)
+          checker.checkCommits(version, None) match {
+            case a: ConflictChecker.AlreadyCommitted => return alreadyCommitted(a)
+            case ConflictChecker.Checked(last) => version = last + 1
+          }
+          // Winners put vectors on files we change, on other rows: our vectors grow by theirs.
+          rowRebase.filter(_.pending).foreach { r =>
+            body = r.restage(body, System.currentTimeMillis())
+            lines = (info +: body).map(ActionCodec.serialize)
+          }
+          attempt += 1
       }
-    } catch {
-      case a: AlreadyCommitted =>
-        Transaction.logger.info(s"Application '${a.appId}' version ${a.appVersion} is already committed in version " +
-          s"${a.version} of ${log.tablePath}: nothing to commit.")
-        return CommitResult(a.version, attempt, info, alreadyCommitted = true)
     }
     throw new IllegalStateException("unreachable")
   }

@@ -71,4 +71,22 @@ class ConflictRulesSuite extends AnyFunSuite with LogTestSupport {
     val e = intercept[ConcurrentAppendException](txn.commit(staged, Operation("WRITE")))
     assert(e.winningVersion == 2L && latestVersion(table) == 2L)
   }
+
+  test("checking winners is a value: the last version checked, or the commit that already holds our app version") {
+    val table = tempDir("rules-outcome")
+    val log = createTable(table)
+    val ours = Seq(SetTransaction("app", 5L, None), add("ours.parquet"))
+    def checker = new ConflictChecker(log, ours, IsolationLevel.Serializable, ReadSet(), 0L, changesMetadata = false)
+    append(log, add("w1.parquet"))
+    assert(checker.checkCommits(1L, None) == ConflictChecker.Checked(1L))
+    assert(checker.checkCommits(2L, Some(1L)) == ConflictChecker.Checked(1L), "none to check")
+    log.startTransaction().commit(Seq(SetTransaction("app", 6L, None)), Operation("WRITE"))
+    append(log, add("w3.parquet"))
+    assert(checker.checkCommits(1L, None) == ConflictChecker.AlreadyCommitted(2L, "app", 6L), "stops at version 2")
+    assert(checker.checkCommits(1L, Some(1L)) == ConflictChecker.Checked(1L))
+    // Through the transaction: the retry reports the winner's version as already committed, and writes nothing.
+    val txn = log.startTransaction(Some(log.snapshotAt(0L)))
+    val r = txn.commit(ours, Operation("WRITE"))
+    assert(r.alreadyCommitted && r.version == 2L && latestVersion(table) == 3L)
+  }
 }
