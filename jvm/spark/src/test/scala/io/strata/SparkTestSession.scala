@@ -2,6 +2,7 @@ package io.strata
 
 import java.nio.file.{Files, Path => JPath}
 
+import io.strata.log.FaultInjectingLogStore
 import org.apache.spark.sql.SparkSession
 import org.scalatest.{BeforeAndAfterAll, Suite}
 
@@ -33,22 +34,23 @@ trait SparkTestSession extends BeforeAndAfterAll { self: Suite =>
   /**
    * Runs `body`; the first commit attempt of any transaction in it first waits for `rival`, run to its end on a
    * thread of its own (outside `body`'s SQL execution, as another application would be). No sleeps: the rival lands
-   * between the statement's read and its commit on every run.
+   * between the statement's read and its commit on every run. The pause is a fault injected by the session's log
+   * store for `file` tables, [[FaultInjectingLogStore]], plugged in for the length of `body`.
    */
   def withRivalBeforeCommit[T](rival: => Unit)(body: => T): T = {
-    val fired = new java.util.concurrent.atomic.AtomicBoolean(false)
-    io.strata.log.Transaction.beforeCommitHook.set(Some { _ =>
-      if (fired.compareAndSet(false, true)) {
-        var failure: Option[Throwable] = None
-        val t = new Thread(() => try {
-          spark.sparkContext.setLocalProperty("spark.sql.execution.id", null)
-          rival
-        } catch { case e: Throwable => failure = Some(e) })
-        t.start(); t.join()
-        failure.foreach(e => throw new IllegalStateException("the rival failed", e))
-      }
-    })
-    try body finally io.strata.log.Transaction.beforeCommitHook.set(None)
+    val (key, store) = FaultInjectingLogStore.Setting
+    val previous = spark.conf.getOption(key)
+    spark.conf.set(key, store)
+    try FaultInjectingLogStore.withRivalBeforeFirstCommit { () =>
+      var failure: Option[Throwable] = None
+      val t = new Thread(() => try {
+        spark.sparkContext.setLocalProperty("spark.sql.execution.id", null)
+        rival
+      } catch { case e: Throwable => failure = Some(e) })
+      t.start(); t.join()
+      failure.foreach(e => throw new IllegalStateException("the rival failed", e))
+    }(body)
+    finally previous.fold(spark.conf.unset(key))(spark.conf.set(key, _))
   }
 
   /** The location of a catalog table, as DESCRIBE TABLE EXTENDED shows it. */

@@ -145,7 +145,6 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
       case Some(a: ConflictChecker.AlreadyCommitted) => return alreadyCommitted(a)
       case _ =>
     }
-    Transaction.beforeCommitHook.get().foreach(_(this))
     while (true) {
       put(version, lines) match {
         case Transaction.Landed =>
@@ -275,10 +274,5 @@ object Transaction {
   private case object LostRace extends PutOutcome
   private final case class NotWritten(error: java.io.IOException) extends PutOutcome
 
-  /**
-   * Test-only: runs between a transaction's read and its first commit attempt (in the committing thread), so tests
-   * can make a rival commit land exactly there. Empty in production.
-   */
-  val beforeCommitHook = new java.util.concurrent.atomic.AtomicReference[Option[Transaction => Unit]](None)
   private val logger = org.slf4j.LoggerFactory.getLogger(classOf[Transaction])
 }

@@ -296,4 +296,24 @@ class ConcurrentCommitSuite extends AnyFunSuite with LogTestSupport {
     assert(snap.transactionVersion("x").contains(2L) && snap.transactionVersion("y").contains(5L))
     assert(snap.files.map(_.path).toSet == Set("a.parquet", "b2.parquet", "c.parquet"))
   }
+
+  test("a rival injected by the test log store lands between a transaction's read and its first commit attempt") {
+    val table = tempDir()
+    val conf = newConf()
+    conf.set(FaultInjectingLogStore.Setting._1, FaultInjectingLogStore.Setting._2)
+    val log = createTable(table, metadata(Seq("p")), Seq(add("p=a/a.parquet", Map("p" -> Some("a")))), conf)
+    val overwrite = log.startTransaction()
+    overwrite.readWhere(partitionIs("p", "a"))
+    val rivalThreads = new ConcurrentLinkedQueue[Thread]()
+    val e = intercept[ConcurrentAppendException](FaultInjectingLogStore.withRivalBeforeFirstCommit { () =>
+      rivalThreads.add(Thread.currentThread())
+      append(log, add("p=a/rival.parquet", Map("p" -> Some("a")))) // its own commit is not paused
+    }(overwrite.commit(Seq(add("p=a/b.parquet", Map("p" -> Some("a")))), Operation("WRITE"))))
+    assert(rivalThreads.asScala.toSeq == Seq(Thread.currentThread()), "once, in the committing thread")
+    assert(e.winningVersion == 1L && latestVersion(table) == 1L)
+    // A blind append retries on top of the rival.
+    def inB(name: String) = add(s"p=b/$name.parquet", Map("p" -> Some("b")))
+    val r = FaultInjectingLogStore.withRivalBeforeFirstCommit(() => append(log, inB("c")))(append(log, inB("d")))
+    assert(r.version == 3L && r.attempts == 2 && latestVersion(table) == 3L)
+  }
 }

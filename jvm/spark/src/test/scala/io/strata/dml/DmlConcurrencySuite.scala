@@ -5,10 +5,10 @@ import org.apache.spark.sql.Row
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * DELETE / UPDATE / MERGE against a rival commit that lands between the statement's read and its commit (the
- * test-only [[Transaction.beforeCommitHook]]; no sleeps). Every outcome is either a typed conflict with the table
- * exactly as the rival left it and none of the statement's files left behind, or both commit and the table equals
- * the rival followed by the statement (asserted row by row).
+ * DELETE / UPDATE / MERGE against a rival commit that lands between the statement's read and its commit (a pause
+ * the test log store injects, [[withRivalBeforeCommit]]; no sleeps). Every outcome is either a typed conflict with
+ * the table exactly as the rival left it and none of the statement's files left behind, or both commit and the table
+ * equals the rival followed by the statement (asserted row by row).
  */
 class DmlConcurrencySuite extends AnyFunSuite with DmlTestSupport {
   import spark.implicits._

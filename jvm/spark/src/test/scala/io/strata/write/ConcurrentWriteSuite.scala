@@ -11,7 +11,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 /**
  * Real Spark writes (V1 path and V2 catalog) with a rival commit made at a chosen point: the test-only pause
- * between the write's read and its commit ([[Transaction.beforeCommitHook]]). No sleeps: the rival runs to the end
+ * between the write's read and its commit ([[withRivalBeforeCommit]]). No sleeps: the rival runs to the end
  * before the write's first commit attempt, on every run. Each outcome is a typed conflict with the rival's state
  * intact, or a table equal to the rival's commit followed by the write's.
  */
