@@ -38,7 +38,7 @@ SBT := java $(SBT_OPTS) $(call proxy_opts) \
   -Dsbt.server.autostart=false -Dsbt.supershell=false -Dsbt.color=false -Dsbt.ci=true \
   -jar $(SBT_LAUNCH)
 
-.PHONY: build demo test test-jvm test-python typecheck jar wheel sbt clean bench bench-jars peer-jars s3-test-jars
+.PHONY: build demo test test-jvm test-log test-python typecheck jar wheel sbt clean bench bench-jars peer-jars s3-test-jars
 
 ## build: bootstrap sbt, build the connector jar, create .venv and install the strata wheel into it
 build: $(VENV)/.installed
@@ -53,9 +53,13 @@ test: build typecheck $(SBT_LAUNCH) $(SBT_REPOS) $(PEER_JARS) $(S3_TEST_JARS) $(
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-jvm test-python
 
 ## test-jvm: scalatest of both modules (log, then spark); SUITES="io.strata.log.ConflictMatrixSuite ..." runs only
-## those suites of the connector (development)
+## those suites, in whichever module holds them (development)
 test-jvm: $(SBT_LAUNCH) $(SBT_REPOS) $(S3PROXY_JAR) $(PEER_JARS)
-	$(SBT) $(if $(SUITES),"spark/testOnly $(SUITES)",log/test spark/test) < /dev/null
+	$(SBT) $(if $(SUITES),"log/testOnly $(SUITES)" "spark/testOnly $(SUITES)",log/test spark/test) < /dev/null
+
+## test-log: the log core's suites alone, on its own class path (no Spark on it)
+test-log: $(SBT_LAUNCH) $(SBT_REPOS) $(PEER_JARS)
+	$(SBT) log/test < /dev/null
 
 test-python: build $(PEER_JARS) $(S3_TEST_JARS) $(S3PROXY_JAR)
 	$(VENV)/bin/pytest -q --durations=25 $(if $(PYTESTS),$(PYTESTS),tests)

@@ -2,7 +2,7 @@
 
 The server is s3proxy 4.0.0 (Maven Central, fetched by `make s3-test-jars`), started by this module on a free port
 and stopped at the end, with its in-memory `transient-nio2` backend (its `filesystem-nio2` backend's LIST drops
-existing keys while other PUTs land; see jvm/src/test/scala/io/strata/s3/S3Proxy.scala). The tests look at the
+existing keys while other PUTs land; see jvm/spark/src/test/scala/io/strata/s3/S3Proxy.scala). The tests look at the
 objects through a third client, pyarrow's S3 file system. Commits go through Strata's S3 log store: one conditional
 PUT (`If-None-Match: *`) per commit.
 """

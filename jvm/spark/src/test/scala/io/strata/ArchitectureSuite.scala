@@ -40,7 +40,7 @@ class ArchitectureSuite extends AnyFunSuite {
     assert(logCore.nonEmpty, "no sources under jvm/log/src/main")
     val spark = logCore.flatMap(s => s.imports.filter(_.name.startsWith("org.apache.spark")) ++
       s.uses(SparkName, s.codeAndStrings)).sortBy(u => (u.file, u.line)).distinct
-    if (spark.nonEmpty) fail(s"${spark.size} Spark references in the log core:\n${spark.mkString("  ", "\n  ", "\n")}" +
+    if (spark.nonEmpty) fail(s"${spark.size} Spark reference(s) in the log core:\n${spark.mkString("  ", "\n  ", "\n")}" +
       "The log core (io.strata.log) runs without Spark: move the code that needs Spark to the connector (jvm/spark), " +
       "or let the connector supply what the log core needs (as io.strata.SparkEngine names Spark in commitInfo " +
       "through io.strata.log.Engine, or a connector PostCommitHook registered on the transaction).")
@@ -56,7 +56,7 @@ class ArchitectureSuite extends AnyFunSuite {
         .map(to => (s.pkg, to) -> u))
     }.groupBy(_._1).map { case (e, us) => e -> us.map(_._2).distinct }
     val cycles = stronglyConnected(edges.keySet).filter(_.size > 1)
-    if (cycles.nonEmpty) fail(s"${cycles.size} package cycles among io.strata.*:\n" + cycles.zipWithIndex.map {
+    if (cycles.nonEmpty) fail(s"${cycles.size} package cycle(s) among io.strata.*:\n" + cycles.zipWithIndex.map {
       case (group, i) =>
         val inside = edges.filter { case ((a, b), _) => group(a) && group(b) }.toSeq.sortBy(_._1)
         s"cycle ${i + 1}: ${group.toSeq.sorted.mkString(", ")}\n" +
@@ -64,7 +64,7 @@ class ArchitectureSuite extends AnyFunSuite {
           "  its edges, each with one use (of how many):\n" + inside.map { case ((a, b), us) =>
             s"    $a -> $b (${us.size}): ${us.head}"
           }.mkString("\n")
-    }.mkString("\n") + "\nMake every dependency point one way (docs/architecture.md, \"Layers\"): for each cycle, move " +
+    }.mkString("\n") + "\nMake every dependency point one way (docs/architecture.md, \"Packages\"): for each cycle, move " +
       "what one side uses into the package that owns that concern, or into a lower package both may use, until no " +
       "edge above closes a loop.")
   }
@@ -74,7 +74,7 @@ class ArchitectureSuite extends AnyFunSuite {
     val internal = outside.flatMap { s =>
       s.imports.filter(u => isClassic(u.name)) ++ s.uses(ClassicName) ++ s.uses(InternalCall)
     }.sortBy(u => (u.file, u.line)).distinct
-    if (internal.nonEmpty) fail(s"${internal.size} uses of Spark internals outside $Forwarders:\n" +
+    if (internal.nonEmpty) fail(s"${internal.size} use(s) of Spark internals outside $Forwarders:\n" +
       internal.map(u => s"  $u   [${u.name}]").mkString("\n") + "\nSpark internals (org.apache.spark.sql.classic, " +
       s"SparkSession.sessionState / sharedState) change between Spark releases: reach them only in $Forwarders " +
       "(jvm/spark/src/main/scala/org/apache/spark/sql/strata). Move each use above into a method there that takes and " +
