@@ -3,6 +3,7 @@ package io.strata
 import java.nio.file.{Files, Path => JPath}
 
 import io.strata.log.FaultInjectingLogStore
+import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.SparkSession
 import org.scalatest.{BeforeAndAfterAll, Suite}
 
@@ -51,6 +52,16 @@ trait SparkTestSession extends BeforeAndAfterAll { self: Suite =>
       failure.foreach(e => throw new IllegalStateException("the rival failed", e))
     }(body)
     finally previous.fold(spark.conf.unset(key))(spark.conf.set(key, _))
+  }
+
+  /**
+   * A Hadoop configuration with the session's settings, built as the connector builds its own (Spark's Hadoop
+   * configuration, then the session's SQL conf): a TableLog made with it commits through the session's log store.
+   */
+  def sessionHadoopConf(): Configuration = {
+    val conf = new Configuration(spark.sparkContext.hadoopConfiguration)
+    spark.conf.getAll.foreach { case (k, v) => conf.set(k, v) }
+    conf
   }
 
   /** The location of a catalog table, as DESCRIBE TABLE EXTENDED shows it. */

@@ -147,8 +147,10 @@ class OptimizeSuite extends AnyFunSuite with DmlTestSupport with AdaptiveSparkPl
     (0 until 6).foreach(i => spark.sql(s"INSERT INTO $t VALUES ($i, 's$i')"))
     val size = files(t).map(_.size).max
     val result = raced(spark.sql(s"DELETE FROM $t WHERE id = 5")) {
-      // Files of equal size: bins of 3 files each, both in one commit (one partition).
-      Optimizer.run(spark, log(t), OptimizeRequest(targetFileSize = Some(3 * size)))
+      // Files of equal size: bins of 3 files each, both in one commit (one partition). The session's log store (as
+      // CALL optimize has it) is where the rival waits.
+      val sessionLog = TableLog.forPath(new org.apache.hadoop.fs.Path(location(t)), sessionHadoopConf())
+      Optimizer.run(spark, sessionLog, OptimizeRequest(targetFileSize = Some(3 * size)))
     }
     assert(result.groupsCommitted == 1 && result.groupsConflicted == 1 && result.versions.size == 1)
     val (group, conflict) = result.conflicts.head
