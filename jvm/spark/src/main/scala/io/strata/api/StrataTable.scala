@@ -1,8 +1,8 @@
 package io.strata.api
 
+import org.apache.spark.sql.strata.SparkInternals
 import io.strata.log.TableLog
 import io.strata.procedures.{DetailProcedure, HistoryProcedure}
-import io.strata.shim.SparkInternals
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.types._

@@ -1,9 +1,9 @@
 package io.strata.catalog
 
+import io.strata.read.FileColumn
 import io.strata.config.StrataOptions
 import io.strata.log.TableLog
 import io.strata.read.{CopyOnWriteScan, CopyOnWriteScanBuilder}
-import io.strata.shim.FileColumn
 import io.strata.write.{TableWrite, WriteMode}
 import io.strata.write.v2.StrataWrite
 import org.apache.spark.sql.SparkSession

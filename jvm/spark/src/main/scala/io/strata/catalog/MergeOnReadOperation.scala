@@ -1,8 +1,10 @@
 package io.strata.catalog
 
+import org.apache.spark.sql.strata.SparkInternals
+import io.strata.table.FilePredicates
+import io.strata.read.{FileColumn, RowIndexColumn, StrataScanBuilder}
 import io.strata.config.StrataOptions
 import io.strata.log.{FilePredicate, TableLog}
-import io.strata.shim.{FileColumn, FilePredicates, RowIndexColumn, SparkInternals, StrataScanBuilder}
 import io.strata.table.TableSchema
 import io.strata.write.{TableWrite, WriteMode}
 import io.strata.write.v2.MergeOnReadWrite

@@ -1,9 +1,12 @@
 package io.strata.catalog
 
+import org.apache.spark.sql.strata.SparkInternals
+import io.strata.table.V2PredicateSql
+import io.strata.read.{FileColumn, RowIndexColumn, StrataScanBuilder}
+import io.strata.write.StreamingBatch
 import java.util
 
 import io.strata.log.{ProtocolSupport, Snapshot, TableLog}
-import io.strata.shim.SparkInternals
 import io.strata.write.v2.{StrataStreamingWriteBuilder, StrataWriteBuilder}
 import io.strata.write.streaming.SinkProgress
 import org.apache.spark.sql.connector.read.streaming.ReportsSinkMetrics
@@ -12,7 +15,6 @@ import io.strata.read.{SnapshotRead, SnapshotReader}
 import io.strata.read.streaming.StrataStreamScan
 import io.strata.config.StrataOptions
 import io.strata.log.InvalidTableOperationException
-import io.strata.shim.{FileColumn, RowIndexColumn, StrataScanBuilder, V2PredicateSql}
 import io.strata.write.MetadataDelete
 import org.apache.spark.sql.connector.catalog.{MetadataColumn, SupportsDeleteV2, SupportsMetadataColumns, SupportsRowLevelOperations}
 import org.apache.spark.sql.connector.expressions.filter.Predicate
@@ -57,7 +59,7 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
    * the latest snapshot instead: this table object serves the whole query.
    */
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder =
-    if (SparkInternals.streamingQueryId(SparkSession.active).contains(info.queryId())) {
+    if (StreamingBatch.runningQueryId(SparkSession.active).contains(info.queryId())) {
       new StrataStreamingWriteBuilder(log, info, sinkProgress)
     } else new StrataWriteBuilder(log, info, snapshot)
 

@@ -2,7 +2,6 @@ package io.strata.catalog
 
 import java.util.UUID
 
-import io.strata.shim.RunningDdl
 import io.strata.log.{ActionCodec, CheckConstraints, InvalidTableOperationException, Metadata, Operation, TableLog, TableOperation, TableProperties}
 import io.strata.table.TableSchema
 import io.strata.write.TableDefinition

@@ -1,7 +1,7 @@
 package io.strata.maintenance
 
+import org.apache.spark.sql.strata.SparkInternals
 import io.strata.log._
-import io.strata.shim.{ParallelFiles, SparkInternals}
 import org.apache.spark.sql.SparkSession
 
 /**

@@ -1,8 +1,8 @@
 package io.strata.procedures
 
+import org.apache.spark.sql.strata.SparkInternals
 import io.strata.catalog.StrataV2Table
 import io.strata.log.{TableLog, TableNotFoundException}
-import io.strata.shim.{CatalogLookup, SparkInternals}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.TableCatalog

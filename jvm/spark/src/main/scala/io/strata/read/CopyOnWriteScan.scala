@@ -1,9 +1,9 @@
 package io.strata.read
 
+import io.strata.table.{FilePredicates, V2PredicateSql}
 import java.util.OptionalLong
 
 import io.strata.log.{AddFile, FilePredicate, Snapshot}
-import io.strata.shim.{FileColumn, FilePredicates, ParquetScans, V2PredicateSql}
 import io.strata.table.TableSchema
 import io.strata.write.RowLevelRead
 import org.apache.spark.sql.SparkSession

@@ -1,8 +1,9 @@
 package io.strata.write
 
+import io.strata.table.{ConditionPredicate, FilePredicates, SqlPredicates}
+import org.apache.spark.sql.SparkSession
 import io.strata.config.WriteOptions
 import io.strata.log.{AddFile, CommitResult, FilePredicate, Snapshot, TableLog}
-import io.strata.shim.{ConditionPredicate, FilePredicates, SparkInternals}
 import io.strata.table.TableSchema
 
 /**
@@ -24,13 +25,13 @@ object MetadataDelete {
 
   def delete(log: TableLog, snapshot: Snapshot, conditions: Seq[String], options: WriteOptions): CommitResult = {
     val table = TableSchema.of(snapshot.metadata)
-    val spark = SparkInternals.activeSession
+    val spark = SparkSession.active
     val write = TableWrite.begin(log, table.schema, WriteMode.RewriteRows("DELETE"), options, Some(Some(snapshot)))
     val sql = conditions.map(c => s"($c)").mkString(" AND ")
     val (matched, scope) =
       if (conditions.isEmpty) (snapshot.files, FilePredicate.WholeTable)
       else if (onPartitionsOnly(conditions, table.partitionColumns)) {
-        val matches = SparkInternals.partitionMatcher(spark, sql, table.partitionSchema)
+        val matches = SqlPredicates.partitionMatcher(spark, sql, table.partitionSchema)
         (snapshot.files.filter(f => matches(f.partitionValues)),
           FilePredicates.fromSql(spark, sql, table.schema, table.partitionColumns))
       } else {
@@ -54,7 +55,7 @@ object MetadataDelete {
 
   private def byStatistics(snapshot: Snapshot, conditions: Seq[String]): ConditionPredicate = {
     val table = TableSchema.of(snapshot.metadata)
-    FilePredicates.conditionFromSql(SparkInternals.activeSession, conditions.map(c => s"($c)").mkString(" AND "),
+    FilePredicates.conditionFromSql(SparkSession.active, conditions.map(c => s"($c)").mkString(" AND "),
       table.schema, table.partitionColumns)
   }
 }

@@ -1,10 +1,12 @@
 package io.strata.write
 
+import org.apache.spark.sql.strata.SparkInternals
+import io.strata.table.PartitionSetPredicate
+import org.apache.spark.sql.SparkSession
 import java.util.UUID
 
 import io.strata.config.WriteOptions
 import io.strata.log._
-import io.strata.shim.{InputRead, PartitionSetPredicate, SparkInternals}
 import io.strata.table.TableSchema
 import io.strata.table.TableSchema.ColumnFeed
 import org.apache.spark.sql.types.StructType
@@ -168,7 +170,7 @@ final class TableWrite private (
     case (None, WriteMode.Overwrite) => TableOperation.OverwriteByFilter(FilePredicate.WholeTable, currentFiles, added)
     case (None, WriteMode.DynamicOverwrite) =>
       val written = new PartitionSetPredicate(schema.partitionSchema, added.map(_.partitionValues),
-        SparkInternals.sessionZone(SparkInternals.activeSession))
+        SparkInternals.sessionZone(SparkSession.active))
       TableOperation.OverwriteByFilter(written, currentFiles.filter(f => written.contains(f.partitionValues)), added)
     case (None, WriteMode.ReplaceWhere(p)) =>
       val (files, scope) = replaced.getOrElse(throw new IllegalStateException(s"replaceWhere '$p': files not chosen"))

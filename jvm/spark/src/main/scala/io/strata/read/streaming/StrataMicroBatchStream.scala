@@ -1,9 +1,9 @@
 package io.strata.read.streaming
 
+import org.apache.spark.sql.SparkSession
 import io.strata.config.StreamReadOptions
 import io.strata.log.{AddFile, Metadata, TableLog}
 import io.strata.read.SnapshotReader
-import io.strata.shim.{SparkInternals, StreamScans}
 import io.strata.table.TableSchema
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
 import org.apache.spark.sql.connector.read.streaming.{CompositeReadLimit, MicroBatchStream, Offset, ReadAllAvailable,
@@ -42,9 +42,9 @@ final class StrataMicroBatchStream(log: TableLog, tableName: String, metadata: M
   @volatile private var resolvedStart: Option[SourceOffset] = None
 
   private def index(files: Seq[AddFile], version: Long, deletionVectors: Boolean) = SnapshotReader.filesIndex(
-    SparkInternals.activeSession, log.tablePath, metadata, version, files, deletionVectors)
+    SparkSession.active, log.tablePath, metadata, version, files, deletionVectors)
 
-  private lazy val readerFactory: PartitionReaderFactory = StreamScans.readerFactory(SparkInternals.activeSession,
+  private lazy val readerFactory: PartitionReaderFactory = StreamScans.readerFactory(SparkSession.active,
     dv => index(Nil, -1L, dv), schema, dataSchema)
 
   override def initialOffset(): Offset = synchronized {
@@ -89,7 +89,7 @@ final class StrataMicroBatchStream(log: TableLog, tableName: String, metadata: M
     val to = offset(end)
     val files = appends.filesBetween(offset(start), to)
     lastBatch = Some(files.size -> files.iterator.map(_.size).sum)
-    if (files.isEmpty) Array.empty else StreamScans.partitions(SparkInternals.activeSession,
+    if (files.isEmpty) Array.empty else StreamScans.partitions(SparkSession.active,
       index(files, to.version, files.exists(_.deletionVector.isDefined)), schema, dataSchema)
   }
 

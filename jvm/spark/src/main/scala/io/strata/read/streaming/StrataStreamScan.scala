@@ -1,9 +1,10 @@
 package io.strata.read.streaming
 
+import org.apache.spark.sql.strata.SparkInternals
+import org.apache.spark.sql.SparkSession
 import io.strata.config.{StartingVersion, StreamReadOptions}
 import io.strata.log.{InvalidTableOperationException, ProtocolSupport, TableLog}
 import io.strata.read.SnapshotReader
-import io.strata.shim.SparkInternals
 import io.strata.table.TableSchema
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.connector.read.{Batch, Scan}
@@ -25,7 +26,7 @@ final class StrataStreamScan(tablePath: Path, tableName: String, schema: StructT
   override def toBatch: Batch = batch.map(_().toBatch).getOrElse(super.toBatch)
 
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
-    val spark = SparkInternals.activeSession
+    val spark = SparkSession.active
     val parsed = StreamReadOptions.parse(options.asCaseSensitiveMap().asScala.toMap)
     val log = TableLog.forPath(tablePath, SparkInternals.hadoopConf(spark, Map.empty))
     val snapshot = log.snapshot()

@@ -1,10 +1,9 @@
 package io.strata.write.streaming
 
-import io.strata.StrataDataSource
+import org.apache.spark.sql.strata.SparkInternals
 import io.strata.config.WriteOptions
 import io.strata.log.TableLog
-import io.strata.shim.SparkInternals
-import io.strata.write.{StreamingBatch, TestHooks, WriteMode}
+import io.strata.write.{ForeignFiles, StreamingBatch, TestHooks, WriteMode}
 import io.strata.write.v1.V1TableWriter
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.DataFrame
@@ -24,7 +23,7 @@ final class StrataSink(tablePath: String, options: WriteOptions, mode: WriteMode
 
   override def addBatch(batchId: Long, data: DataFrame): Unit = {
     val spark = data.sparkSession
-    val queryId = SparkInternals.streamingQueryId(spark).getOrElse(throw new IllegalStateException(
+    val queryId = StreamingBatch.runningQueryId(spark).getOrElse(throw new IllegalStateException(
       s"$this: addBatch outside a streaming query"))
     val appId = options.txnAppId.getOrElse(queryId)
     val log = TableLog.forPath(new Path(tablePath), SparkInternals.hadoopConf(spark, Map.empty))
@@ -32,7 +31,7 @@ final class StrataSink(tablePath: String, options: WriteOptions, mode: WriteMode
     val batch = StreamingBatch(appId, batchId, queryId, StreamingWrites.outputModeName(mode),
       sweepEarlierAttempts = progress.firstCommitOfRun)
     // A first batch that died before its commit left its files where the table is to be: those are not foreign.
-    if (base.isEmpty) StrataDataSource.refuseForeignFiles(log, batch.jobFiles(tablePath).isAttemptFile)
+    if (base.isEmpty) ForeignFiles.refuse(log, batch.jobFiles(tablePath).isAttemptFile)
     val result = V1TableWriter.write(log, data, mode,
       options.copy(txnAppId = Some(appId), txnVersion = Some(batchId)), base, Some(batch))
     progress.record(batchId, result)

@@ -1,8 +1,8 @@
 package io.strata.write.v2
 
+import io.strata.dml.MergeClauses
 import io.strata.config.WriteConf
 import io.strata.log.{AddFile, DeletedRows, DeletionVectors, FilePredicate, Operation, RowDeleteRebase, Snapshot, StrataException, TableOperation}
-import io.strata.shim.MergeClauses
 import io.strata.write.{DeletionVectorChanges, JobFiles, TableWrite}
 import io.strata.write.v1.DirectCommitProtocol
 import org.apache.spark.sql.SparkSession

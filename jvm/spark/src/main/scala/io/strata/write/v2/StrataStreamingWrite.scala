@@ -1,7 +1,7 @@
 package io.strata.write.v2
 
+import io.strata.write.RowAlignment
 import io.strata.log.TableLog
-import io.strata.shim.{RowAlignment, SparkInternals}
 import io.strata.write.{StreamingBatch, TableWrite, TestHooks, WriteMode}
 import io.strata.write.streaming.{SinkProgress, StreamingWrites}
 import org.apache.spark.sql.SparkSession
@@ -28,7 +28,7 @@ final class StrataStreamingWriteBuilder(log: TableLog, info: LogicalWriteInfo, p
   override def build(): Write = {
     val spark = SparkSession.active
     val options = StreamingWrites.parse(info.options().asCaseSensitiveMap().asScala.toMap, catalog = true)
-    val batchId = SparkInternals.microBatchId(spark).getOrElse(
+    val batchId = StreamingBatch.runningBatchId(spark).getOrElse(
       throw StreamingWrites.continuousRefused(log.tablePath.toString))
     val appId = options.txnAppId.getOrElse(info.queryId())
     val write = TableWrite.begin(log, info.schema(), mode,

@@ -1,9 +1,11 @@
 package io.strata.write.v2
 
+import org.apache.spark.sql.strata.SparkInternals
+import io.strata.write.{InputReads, ParquetFiles, PartitionSplitter, RowAlignment, RowChecks}
+import io.strata.dml.MergeClauses
 import io.strata.config.{DistributionMode, WriteConf, WriteOptions}
 import io.strata.log.{AddFile, StrataException, TableLog}
 import io.strata.log.CheckConstraints
-import io.strata.shim.{InputReads, MergeClauses, ParquetFiles, PartitionSplitter, RowAlignment, RowChecks, SparkInternals}
 import io.strata.write.{JobFiles, ReplaceWhereFiles, StreamingBatch, TableWrite, WriteMode}
 import io.strata.write.streaming.{SinkProgress, StreamingWrites}
 import org.apache.spark.sql.connector.write.streaming.StreamingWrite

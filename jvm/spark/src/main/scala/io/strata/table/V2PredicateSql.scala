@@ -1,4 +1,4 @@
-package io.strata.shim
+package io.strata.table
 
 import io.strata.table.PartitionValues
 import org.apache.spark.sql.catalyst.expressions.{Literal => CatalystLiteral}

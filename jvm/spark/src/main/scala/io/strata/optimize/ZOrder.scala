@@ -1,11 +1,11 @@
-package io.strata.shim
+package io.strata.optimize
 
 import org.apache.spark.sql.{Column, DataFrame}
 import org.apache.spark.sql.catalyst.{CatalystTypeConverters, InternalRow}
 import org.apache.spark.sql.catalyst.expressions.{Expression, UnaryExpression}
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
 import org.apache.spark.sql.catalyst.util.TypeUtils
-import org.apache.spark.sql.classic.ColumnConversions
+import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.types._
 
 /**
@@ -57,16 +57,8 @@ object ZOrder {
     withZ.repartitionById(numFiles, column(fileId)).sortWithinPartitions(withZ.col(ZColumn)).drop(ZColumn)
   }
 
-  private def expression(c: Column): Expression = ColumnConversions.expression(c)
-
-  /** A Column of a Catalyst expression: Spark's own converter (`ExpressionUtils.column`, package-private). */
-  private lazy val toColumn: Expression => Column = {
-    val cls = Class.forName("org.apache.spark.sql.classic.ExpressionUtils$")
-    val module = cls.getField("MODULE$").get(null)
-    val method = cls.getMethod("column", classOf[Expression])
-    e => method.invoke(module, e).asInstanceOf[Column]
-  }
-  private def column(e: Expression): Column = toColumn(e)
+  private def expression(c: Column): Expression = SparkInternals.expression(c)
+  private def column(e: Expression): Column = SparkInternals.column(e)
 
   private def quote(name: String): String = "`" + name.replace("`", "``") + "`"
 

@@ -1,5 +1,6 @@
-package io.strata.shim
+package io.strata.table
 
+import org.apache.spark.sql.strata.SparkInternals
 import io.strata.log.FilePredicate
 import io.strata.table.PartitionValues
 import org.apache.spark.sql.SparkSession
@@ -12,7 +13,7 @@ import org.apache.spark.sql.types.StructType
  * partition columns against its typed partition values, the others against its min/max/null-count statistics
  * ([[StatsSkipping]]). Anything it cannot decide counts as a match, so a conflict is never missed.
  */
-final class ConditionPredicate private[shim] (
+final class ConditionPredicate private[table] (
     val description: String,
     partitionSchema: StructType,
     /** The session time zone the condition was analyzed in: zone-less timestamp values are local times in it. */
@@ -41,7 +42,7 @@ final class ConditionPredicate private[shim] (
       // A file entry without its partition values (an old remove action) may be anywhere.
       case Some(_) if !partitionSchema.fieldNames.forall(partitionValues.contains) => true
       case Some(p) =>
-        scala.util.Try(p.eval(SparkInternals.partitionRow(partitionSchema, partitionValues, zone))).getOrElse(true)
+        scala.util.Try(p.eval(CatalystValues.partitionRow(partitionSchema, partitionValues, zone))).getOrElse(true)
     }
     partitionsMatch && stats.mayMatch(statsJson)
   }
@@ -50,7 +51,7 @@ final class ConditionPredicate private[shim] (
   def mustMatchAll(partitionValues: Map[String, Option[String]], statsJson: Option[String]): Boolean =
     complete && partitionSchema.fieldNames.forall(partitionValues.contains) && (partitionEval match {
       case None => true
-      case Some(p) => scala.util.Try(p.eval(SparkInternals.partitionRow(partitionSchema, partitionValues, zone)) == true)
+      case Some(p) => scala.util.Try(p.eval(CatalystValues.partitionRow(partitionSchema, partitionValues, zone)) == true)
         .getOrElse(false)
     }) && stats.mustMatchAll(statsJson)
 }
@@ -65,8 +66,7 @@ object FilePredicates {
   /** Like [[fromSql]], with its exact side ([[ConditionPredicate.mustMatchAll]]) reachable. */
   def conditionFromSql(spark: SparkSession, sql: String, tableSchema: StructType,
                        partitionColumns: Seq[String]): ConditionPredicate = {
-    val session = SparkInternals.classic(spark)
-    val probe = session.createDataFrame(session.sparkContext.emptyRDD[org.apache.spark.sql.Row], tableSchema).where(sql)
+    val probe = spark.createDataFrame(spark.sparkContext.emptyRDD[org.apache.spark.sql.Row], tableSchema).where(sql)
     val condition = probe.queryExecution.analyzed.collectFirst { case Filter(c, _) => c }.getOrElse(
       throw new IllegalStateException(s"Could not analyze predicate '$sql'"))
     condition0(s"the rows matching '$sql'", Seq(condition), tableSchema, partitionColumns, SparkInternals.sessionZone(spark))
@@ -85,7 +85,7 @@ object FilePredicates {
 
   private def condition0(description: String, conditions: Seq[Expression], tableSchema: StructType,
                          partitionColumns: Seq[String], zone: java.time.ZoneId): ConditionPredicate = {
-    val all = conditions.map(SparkInternals.evaluable).flatMap(splitAnd)
+    val all = conditions.map(SqlPredicates.evaluable).flatMap(splitAnd)
     val conjuncts = all.filterNot(SubqueryExpression.hasSubquery).filter(_.deterministic)
     val isPart = (a: Attribute) => partitionColumns.exists(_.equalsIgnoreCase(a.name))
     val onPartitions = conjuncts.filter(c => c.references.nonEmpty && c.references.forall(isPart))

@@ -1,4 +1,4 @@
-package io.strata.shim
+package io.strata.table
 
 import java.time.{LocalDate, LocalDateTime, OffsetDateTime, ZoneOffset}
 

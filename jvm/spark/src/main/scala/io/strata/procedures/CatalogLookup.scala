@@ -1,5 +1,6 @@
-package io.strata.shim
+package io.strata.procedures
 
+import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.{Identifier, Table, TableCatalog}
 
@@ -7,7 +8,7 @@ import org.apache.spark.sql.connector.catalog.{Identifier, Table, TableCatalog}
 object CatalogLookup {
   /** The name's parts as SQL parses them (backquotes, dots); a clear error when it is not a name. */
   def nameParts(spark: SparkSession, name: String): Seq[String] =
-    try SparkInternals.classic(spark).sessionState.sqlParser.parseMultipartIdentifier(name)
+    try SparkInternals.parseMultipartIdentifier(spark, name)
     catch {
       case e: Exception => throw new IllegalArgumentException(
         s"'$name' is not a table name or a path: ${e.getMessage.linesIterator.next()}")
@@ -15,7 +16,7 @@ object CatalogLookup {
 
   /** Loads `parts` (catalog.namespace.table, namespace.table or table) the way the analyzer would. */
   def loadTable(spark: SparkSession, parts: Seq[String]): (String, Table) = {
-    val manager = SparkInternals.classic(spark).sessionState.catalogManager
+    val manager = SparkInternals.catalogManager(spark)
     val (catalogName, rest) =
       if (parts.size > 1 && manager.isCatalogRegistered(parts.head)) (parts.head, parts.tail)
       else if (parts.size > 1 && parts.head.equalsIgnoreCase("spark_catalog")) ("spark_catalog", parts.tail)

@@ -1,5 +1,6 @@
-package io.strata.shim
+package io.strata.read
 
+import io.strata.table.StatsSkipping
 import io.strata.log.DeletionVectorDescriptor
 import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.sql.SparkSession
@@ -31,7 +32,7 @@ final class LogFileIndex(
     override val readVersion: Long,
     override val timeTravel: Boolean,
     val hasDeletionVectors: Boolean)
-  extends PartitioningAwareFileIndex(spark, options, None) with io.strata.read.SnapshotRead {
+  extends PartitioningAwareFileIndex(spark, options, None) with SnapshotRead {
   override def readTablePath: Path = root
 
   private def status(f: IndexedFile) = new FileStatus(f.size, false, 1, 128L * 1024 * 1024, f.modificationTime, f.path)

@@ -1,4 +1,4 @@
-package io.strata.shim
+package io.strata.table
 
 import io.strata.SparkTestSession
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, DayOfMonth, DayOfWeek, DayOfYear, EqualTo, Expression, Literal, Quarter, WeekDay, WeekOfYear, YearOfWeek}

@@ -1,5 +1,6 @@
-package io.strata.shim
+package io.strata.write
 
+import io.strata.table.SqlPredicates
 import io.strata.log.{CheckConstraint, ConstraintViolationException, InvalidTableOperationException}
 import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
@@ -54,10 +55,9 @@ object RowChecks {
     val checks = constraints.map(c => (c.toString, c.predicate, s"$c violated by row with values: ")) ++
       replaceWhere.map(p => (s"replaceWhere '$p'", p, s"Written rows must match replaceWhere '$p'; a row does not: "))
     if (checks.isEmpty) none else {
-      val session = SparkInternals.classic(spark)
-      val empty = session.createDataFrame(java.util.Collections.emptyList[Row](), schema)
+      val empty = spark.createDataFrame(java.util.Collections.emptyList[Row](), schema)
       new RowChecks(checks.map { case (c, predicate, violation) =>
-        val analyzed = try SparkInternals.evaluable(empty.selectExpr(predicate).queryExecution.analyzed) catch {
+        val analyzed = try SqlPredicates.evaluable(empty.selectExpr(predicate).queryExecution.analyzed) catch {
           case e: Exception => throw new InvalidTableOperationException(
             s"$c cannot be checked against the table's columns: ${e.getMessage.linesIterator.next()}")
         }

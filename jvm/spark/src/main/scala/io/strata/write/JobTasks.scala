@@ -1,4 +1,4 @@
-package io.strata.shim
+package io.strata.write
 
 import org.apache.spark.SparkContext
 import org.apache.spark.sql.SparkSession

@@ -1,4 +1,4 @@
-package io.strata.shim
+package io.strata.read
 
 import org.apache.spark.sql.types.Decimal
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarArray, ColumnarMap}

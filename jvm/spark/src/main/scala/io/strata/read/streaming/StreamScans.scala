@@ -1,5 +1,6 @@
-package io.strata.shim
+package io.strata.read.streaming
 
+import io.strata.read.{LogFileIndex, ParquetScans}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, UnsafeProjection}

@@ -1,4 +1,4 @@
-package io.strata.shim
+package io.strata.maintenance
 
 import java.io.{FileNotFoundException, IOException}
 

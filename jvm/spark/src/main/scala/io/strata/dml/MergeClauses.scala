@@ -1,5 +1,6 @@
-package io.strata.shim
+package io.strata.dml
 
+import io.strata.write.InputReads
 import io.strata.log.ActionCodec
 import org.apache.spark.sql.catalyst.expressions.{Expression, Literal}
 import org.apache.spark.sql.catalyst.plans.logical.{Join, MergeRows}

@@ -1,5 +1,8 @@
-package io.strata.shim
+package io.strata.write
 
+import org.apache.spark.sql.strata.SparkInternals
+import io.strata.table.FilePredicates
+import org.apache.spark.sql.SparkSession
 import io.strata.log.FilePredicate
 import io.strata.read.SnapshotRead
 import io.strata.table.TableSchema
@@ -61,12 +64,12 @@ object InputReads {
 
   /** The analyzed plan of the SQL execution running on this thread (a V2 write's command), if any. */
   def currentPlan(): Option[LogicalPlan] = {
-    val spark = SparkInternals.activeSession
+    val spark = SparkSession.active
     Option(spark.sparkContext.getLocalProperty(SQLExecution.EXECUTION_ID_KEY))
       .flatMap(id => Option(SQLExecution.getQueryExecution(id.toLong))).map(_.analyzed)
   }
 
-  /** For callers outside the shim: the reads of a table in a DataFrame's plan. */
+  /** The reads of `tablePath` in a DataFrame's plan (the V1 path's input). */
   def ofDataFrame(data: org.apache.spark.sql.DataFrame, tablePath: Path, table: TableSchema): Seq[InputRead] =
     of(data.queryExecution.analyzed, tablePath, table.schema, table.partitionColumns,
       SparkInternals.sessionZone(data.sparkSession))

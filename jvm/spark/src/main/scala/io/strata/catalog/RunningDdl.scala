@@ -1,5 +1,6 @@
-package io.strata.shim
+package io.strata.catalog
 
+import io.strata.write.InputReads
 import org.apache.spark.sql.catalyst.plans.logical.{ReplaceTable, TableSpec}
 import org.apache.spark.sql.connector.catalog.Identifier
 import org.apache.spark.sql.connector.catalog.constraints.Constraint

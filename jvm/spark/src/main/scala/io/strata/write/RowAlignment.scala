@@ -1,4 +1,4 @@
-package io.strata.shim
+package io.strata.write
 
 import io.strata.log.ConstraintViolationException
 import io.strata.table.TableSchema.ColumnFeed

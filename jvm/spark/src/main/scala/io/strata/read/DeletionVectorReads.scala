@@ -1,4 +1,4 @@
-package io.strata.shim
+package io.strata.read
 
 import io.strata.log.{CorruptLogException, DeletedRows, DeletionVectorDescriptor, DeletionVectors}
 import org.apache.hadoop.conf.Configuration
