@@ -36,7 +36,7 @@ final class StrataStreamingWriteBuilder(log: TableLog, info: LogicalWriteInfo, p
     val batch = StreamingBatch(appId, batchId, info.queryId(), StreamingWrites.outputModeName(mode),
       sweepEarlierAttempts = progress.firstCommitOfRun)
     write.forStreamingBatch(batch)
-    new StrataWrite(log, info, write, () => (), Some((batch, progress)))
+    new StrataWrite(log, info, write, () => (), streaming = Some((batch, progress)))
   }
 }
 

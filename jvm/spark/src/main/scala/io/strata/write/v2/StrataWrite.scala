@@ -2,7 +2,6 @@ package io.strata.write.v2
 
 import org.apache.spark.sql.strata.SparkInternals
 import io.strata.write.{InputReads, ParquetFiles, PartitionSplitter, RowAlignment, RowChecks}
-import io.strata.dml.MergeClauses
 import io.strata.config.{DistributionMode, WriteConf, WriteOptions}
 import io.strata.log.{AddFile, StrataException, TableLog}
 import io.strata.log.CheckConstraints
@@ -25,6 +24,7 @@ import scala.jdk.CollectionConverters._
  * All task files are committed in one log commit.
  */
 final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: TableWrite, onCommit: () => Unit,
+                        commitParameters: () => Map[String, String] = () => Map.empty,
                         streaming: Option[(StreamingBatch, SinkProgress)] = None)
     extends Write with RequiresDistributionAndOrdering {
   private val mode = tableWrite.mode
@@ -77,7 +77,7 @@ final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: Table
   }
 
   private lazy val batch = new StrataBatchWrite(log, tableWrite, options,
-    fanout = distributionMode == DistributionMode.None, maxOpenFiles, targetFileSize, onCommit,
+    fanout = distributionMode == DistributionMode.None, maxOpenFiles, targetFileSize, onCommit, commitParameters,
     streaming.fold(new JobFiles(log.tablePath.toString))(_._1.jobFiles(log.tablePath.toString)),
     sweepEarlierAttempts = streaming.exists(_._1.sweepEarlierAttempts))
 
@@ -121,7 +121,7 @@ object StrataWrite {
  */
 final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: WriteOptions, fanout: Boolean,
                              maxOpenFiles: Int, targetFileSize: Long, onCommit: () => Unit,
-                             jobFiles: JobFiles, sweepEarlierAttempts: Boolean = false) extends BatchWrite {
+                             commitParameters: () => Map[String, String], jobFiles: JobFiles, sweepEarlierAttempts: Boolean = false) extends BatchWrite {
 
   override def createBatchWriterFactory(info: PhysicalWriteInfo): DataWriterFactory = {
     // An idempotent write whose application version is already in the table: the rows go nowhere.
@@ -170,8 +170,7 @@ final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: Wri
       tableWrite.readInput(InputReads.currentPlan().toSeq.flatMap(plan =>
         InputReads.of(plan, log.tablePath, tableWrite.schema.schema, tableWrite.schema.partitionColumns,
           SparkInternals.sessionZone(SparkSession.active))))
-      val result = tableWrite.commit(files, rowCounts,
-        if (tableWrite.mode == WriteMode.RewriteRows("MERGE")) MergeClauses.current() else Map.empty)
+      val result = tableWrite.commit(files, rowCounts, commitParameters())
       this.result = Some(result)
       if (result.alreadyCommitted) DirectCommitProtocol.deleteFiles(log.tablePath.toString, files, log.conf)
       else {

@@ -1,9 +1,7 @@
-package io.strata.catalog
+package io.strata.dml
 
 import io.strata.read.FileColumn
 import io.strata.config.StrataOptions
-import io.strata.log.TableLog
-import io.strata.read.{CopyOnWriteScan, CopyOnWriteScanBuilder}
 import io.strata.write.{TableWrite, WriteMode}
 import io.strata.write.v2.StrataWrite
 import org.apache.spark.sql.SparkSession
@@ -23,8 +21,9 @@ import scala.jdk.CollectionConverters._
  * The file column is declared as a required metadata attribute: Spark then writes through its projecting writer
  * task; without one, Spark 4.1.1 hands the writer an extra leading operation column (SPARK-56510).
  */
-final class CopyOnWriteOperation(table: StrataV2Table, log: TableLog, cmd: RowLevelOperation.Command)
+final class CopyOnWriteOperation(table: RowLevelTarget, cmd: RowLevelOperation.Command)
     extends RowLevelOperation {
+  import CopyOnWriteOperation.commitParameters
   @volatile private var scan: Option[CopyOnWriteScan] = None
 
   override def command(): RowLevelOperation.Command = cmd
@@ -36,19 +35,25 @@ final class CopyOnWriteOperation(table: StrataV2Table, log: TableLog, cmd: RowLe
 
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = new WriteBuilder {
     override def build(): Write = {
-      val read = scan.getOrElse(throw new IllegalStateException(s"$cmd on ${table.name()}: the write was planned " +
+      val read = scan.getOrElse(throw new IllegalStateException(s"$cmd on ${table.name}: the write was planned " +
         "before the operation's scan"))
       val options = StrataOptions.parseCatalogWrite(info.options().asCaseSensitiveMap().asScala.toMap,
         SparkSession.active.conf.getOption)
-      val write = TableWrite.begin(log, info.schema(), WriteMode.RewriteRows(cmd.name()), options,
+      val write = TableWrite.begin(table.log, info.schema(), WriteMode.RewriteRows(cmd.name()), options,
         Some(Some(table.snapshot)))
       write.rewriteRowsOf(read)
-      new StrataWrite(log, info, write, () => ())
+      new StrataWrite(table.log, info, write, () => (), commitParameters(cmd))
     }
   }
 }
 
-final class CopyOnWriteOperationBuilder(table: StrataV2Table, log: TableLog, cmd: RowLevelOperation.Command)
+object CopyOnWriteOperation {
+  /** What the commit records besides the condition: MERGE's clauses, read from the running statement's plan. */
+  private def commitParameters(cmd: RowLevelOperation.Command): () => Map[String, String] =
+    if (cmd == RowLevelOperation.Command.MERGE) () => MergeClauses.current() else () => Map.empty
+}
+
+final class CopyOnWriteOperationBuilder(table: RowLevelTarget, cmd: RowLevelOperation.Command)
     extends RowLevelOperationBuilder {
-  override def build(): RowLevelOperation = new CopyOnWriteOperation(table, log, cmd)
+  override def build(): RowLevelOperation = new CopyOnWriteOperation(table, cmd)
 }

@@ -1,13 +1,12 @@
-package io.strata.catalog
+package io.strata.dml
 
 import org.apache.spark.sql.strata.SparkInternals
 import io.strata.table.FilePredicates
 import io.strata.read.{FileColumn, RowIndexColumn, StrataScanBuilder}
 import io.strata.config.StrataOptions
-import io.strata.log.{FilePredicate, TableLog}
+import io.strata.log.FilePredicate
 import io.strata.table.TableSchema
 import io.strata.write.{TableWrite, WriteMode}
-import io.strata.write.v2.MergeOnReadWrite
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.expressions.{Expressions, NamedReference}
 import org.apache.spark.sql.connector.read.ScanBuilder
@@ -22,7 +21,7 @@ import scala.jdk.CollectionConverters._
  * the changed rows deleted in the files' deletion vectors and writes new and changed rows to new files
  * ([[MergeOnReadWrite]]). Nothing is copied. Validated from the snapshot the statement read.
  */
-final class MergeOnReadOperation(table: StrataV2Table, log: TableLog, cmd: RowLevelOperation.Command)
+final class MergeOnReadOperation(table: RowLevelTarget, cmd: RowLevelOperation.Command)
     extends RowLevelOperation with SupportsDelta {
   @volatile private var scanned: Option[StrataScanBuilder] = None
 
@@ -33,7 +32,7 @@ final class MergeOnReadOperation(table: StrataV2Table, log: TableLog, cmd: RowLe
   override def representUpdateAsDeleteAndInsert(): Boolean = true
 
   override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = {
-    val builder = table.newScanBuilder(options).asInstanceOf[StrataScanBuilder]
+    val builder = table.scanBuilder(options)
     scanned = Some(builder)
     builder
   }
@@ -51,15 +50,15 @@ final class MergeOnReadOperation(table: StrataV2Table, log: TableLog, cmd: RowLe
       val options = StrataOptions.parseCatalogWrite(info.options().asCaseSensitiveMap().asScala.toMap,
         SparkSession.active.conf.getOption)
       // A DELETE writes no rows (Spark gives it an empty row schema): it is checked as a write of the table's columns.
-      val rows = if (info.schema().isEmpty) table.schema() else info.schema()
-      val write = TableWrite.begin(log, rows, WriteMode.RewriteRows(cmd.name()), options,
+      val rows = if (info.schema().isEmpty) TableSchema.of(table.snapshot.metadata).schema else info.schema()
+      val write = TableWrite.begin(table.log, rows, WriteMode.RewriteRows(cmd.name()), options,
         Some(Some(table.snapshot)))
       new MergeOnReadWrite(write, table.snapshot, cmd.name(), () => condition(), info)
     }
   }
 }
 
-final class MergeOnReadOperationBuilder(table: StrataV2Table, log: TableLog, cmd: RowLevelOperation.Command)
+final class MergeOnReadOperationBuilder(table: RowLevelTarget, cmd: RowLevelOperation.Command)
     extends RowLevelOperationBuilder {
-  override def build(): RowLevelOperation = new MergeOnReadOperation(table, log, cmd)
+  override def build(): RowLevelOperation = new MergeOnReadOperation(table, cmd)
 }

@@ -1,10 +1,11 @@
-package io.strata.write
+package io.strata.dml
 
 import io.strata.table.{ConditionPredicate, FilePredicates, SqlPredicates}
 import org.apache.spark.sql.SparkSession
 import io.strata.config.WriteOptions
 import io.strata.log.{AddFile, CommitResult, FilePredicate, Snapshot, TableLog}
 import io.strata.table.TableSchema
+import io.strata.write.{ReplaceWhereFiles, RowLevelRead, TableWrite, WriteMode}
 
 /**
  * A DELETE that removes whole files only, in a commit without any Spark job and without rewriting anything: when

@@ -1,4 +1,4 @@
-package io.strata.write
+package io.strata.dml
 
 import io.strata.log.{AddFile, DeletedRows, DeletionVectorStore, DeletionVectors, Snapshot}
 import org.apache.hadoop.conf.Configuration
