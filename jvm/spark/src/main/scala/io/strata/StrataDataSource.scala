@@ -4,6 +4,7 @@ import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.SparkSession
 import io.strata.config.{StrataOptions, WriteOptions}
 import io.strata.log.{InvalidTableOperationException, TableLog}
+import io.strata.optimize.AutoCompaction
 import io.strata.read.SnapshotReader
 import io.strata.write.{ForeignFiles, WriteMode}
 import io.strata.write.v1.V1TableWriter
@@ -68,7 +69,8 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
       case SaveMode.Ignore if exists => // nothing to do
       case _ =>
         if (!exists) ForeignFiles.refuse(log)
-        V1TableWriter.write(log, data, writeMode(sqlContext, mode, options), options, existing)
+        V1TableWriter.write(log, data, writeMode(sqlContext, mode, options), options, existing,
+          AutoCompaction.postCommit)
     }
     SnapshotReader.relation(sqlContext.sparkSession, log.snapshot()) // the cache has it: no replay
   }
@@ -112,7 +114,7 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
     val mode = StreamingWrites.writeMode(outputMode, path)
     val options = StreamingWrites.parse(original, catalog = false)
     new StrataSink(path, if (partitionColumns.isEmpty) options else options.copy(partitionColumns = Some(partitionColumns)),
-      mode)
+      mode, AutoCompaction.postCommit)
   }
 }
 

@@ -5,6 +5,7 @@ import java.util
 import io.strata.config.StrataOptions
 import io.strata.dml.{CopyOnWriteOperationBuilder, MergeOnReadOperationBuilder, MetadataDelete, RowLevelTarget}
 import io.strata.log.{InvalidTableOperationException, ProtocolSupport, Snapshot, TableLog}
+import io.strata.optimize.AutoCompaction
 import io.strata.read.{FileColumn, RowIndexColumn, SnapshotRead, SnapshotReader, StrataScanBuilder}
 import io.strata.read.streaming.StrataStreamScan
 import io.strata.table.{TableSchema, V2PredicateSql}
@@ -56,8 +57,8 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
    */
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder =
     if (StreamingBatch.runningQueryId(SparkSession.active).contains(info.queryId())) {
-      new StrataStreamingWriteBuilder(log, info, sinkProgress)
-    } else new StrataWriteBuilder(log, info, snapshot)
+      new StrataStreamingWriteBuilder(log, info, sinkProgress, AutoCompaction.postCommit)
+    } else new StrataWriteBuilder(log, info, snapshot, AutoCompaction.postCommit)
 
   /** As a streaming sink: the last micro-batch's numbers, for StreamingQueryProgress. */
   private val sinkProgress = new SinkProgress
@@ -78,7 +79,7 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
    */
   override def newRowLevelOperationBuilder(info: RowLevelOperationInfo): RowLevelOperationBuilder = {
     requireCurrent(info.command().name())
-    val target = RowLevelTarget(tableName, snapshot, log, newScanBuilder)
+    val target = RowLevelTarget(tableName, snapshot, log, newScanBuilder, AutoCompaction.postCommit)
     if (mergeOnRead) new MergeOnReadOperationBuilder(target, info.command())
     else new CopyOnWriteOperationBuilder(target, info.command())
   }
@@ -94,7 +95,7 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
     val sql = predicates.filterNot(_.name() == "ALWAYS_TRUE").map(p => V2PredicateSql(p).getOrElse(
       throw new IllegalStateException(s"DELETE condition $p cannot be rendered as SQL"))).toSeq
     val options = StrataOptions.parseCatalogWrite(Map.empty, SparkSession.active.conf.getOption)
-    MetadataDelete.delete(log, snapshot, sql, options)
+    MetadataDelete.delete(log, snapshot, sql, options, AutoCompaction.postCommit)
   }
 
   override def truncateTable(): Boolean = { deleteWhere(Array.empty); true }

@@ -40,7 +40,7 @@ final class CopyOnWriteOperation(table: RowLevelTarget, cmd: RowLevelOperation.C
       val options = StrataOptions.parseCatalogWrite(info.options().asCaseSensitiveMap().asScala.toMap,
         SparkSession.active.conf.getOption)
       val write = TableWrite.begin(table.log, info.schema(), WriteMode.RewriteRows(cmd.name()), options,
-        Some(Some(table.snapshot)))
+        table.postCommit, Some(Some(table.snapshot)))
       write.rewriteRowsOf(read)
       new StrataWrite(table.log, info, write, () => (), commitParameters(cmd))
     }

@@ -5,7 +5,7 @@ import org.apache.spark.sql.SparkSession
 import io.strata.config.WriteOptions
 import io.strata.log.{AddFile, CommitResult, FilePredicate, Snapshot, TableLog}
 import io.strata.table.TableSchema
-import io.strata.write.{ReplaceWhereFiles, RowLevelRead, TableWrite, WriteMode}
+import io.strata.write.{PostCommit, ReplaceWhereFiles, RowLevelRead, TableWrite, WriteMode}
 
 /**
  * A DELETE that removes whole files only, in a commit without any Spark job and without rewriting anything: when
@@ -24,10 +24,12 @@ object MetadataDelete {
   private def wholeFiles(snapshot: Snapshot, p: ConditionPredicate): Boolean =
     snapshot.files.forall(f => !p.mayMatch(f.partitionValues, f.stats) || p.mustMatchAll(f.partitionValues, f.stats))
 
-  def delete(log: TableLog, snapshot: Snapshot, conditions: Seq[String], options: WriteOptions): CommitResult = {
+  def delete(log: TableLog, snapshot: Snapshot, conditions: Seq[String], options: WriteOptions,
+             postCommit: PostCommit): CommitResult = {
     val table = TableSchema.of(snapshot.metadata)
     val spark = SparkSession.active
-    val write = TableWrite.begin(log, table.schema, WriteMode.RewriteRows("DELETE"), options, Some(Some(snapshot)))
+    val write = TableWrite.begin(log, table.schema, WriteMode.RewriteRows("DELETE"), options, postCommit,
+      Some(Some(snapshot)))
     val sql = conditions.map(c => s"($c)").mkString(" AND ")
     val (matched, scope) =
       if (conditions.isEmpty) (snapshot.files, FilePredicate.WholeTable)

@@ -2,6 +2,7 @@ package io.strata.optimize
 
 import io.strata.log.{CommitResult, TableLog}
 import io.strata.table.{PartitionValues, TableSchema}
+import io.strata.write.PostCommit
 import org.apache.spark.sql.SparkSession
 
 import scala.util.control.NonFatal
@@ -34,6 +35,10 @@ object AutoCompaction {
   val MinNumFiles: Threshold = Threshold("minNumFiles", 50)
   val MinFileSize: Threshold = Threshold("minFileSize", 64L * 1024 * 1024)
   val MaxFileSize: Threshold = Threshold("maxFileSize", 128L * 1024 * 1024)
+
+  /** Auto-compaction as a write's post-commit work: it runs when the table's properties as written enable it. */
+  val postCommit: PostCommit = (log, tableProperties, result, touched) =>
+    if (enabled(tableProperties)) afterCommit(log, result, touched)
 
   def enabled(tableProperties: Map[String, String]): Boolean =
     tableProperties.get(Property).map(_.trim.toLowerCase).exists(v => v == "true" || v == "auto" || v == "legacy")

@@ -46,6 +46,8 @@ final class TableWrite private (
     val feeds: Seq[ColumnFeed],
     val mode: WriteMode,
     val options: WriteOptions,
+    /** What runs once the commit landed (auto-compaction), chosen by the entry point that started the write. */
+    postCommit: PostCommit,
     operationName: String = "WRITE",
     /** Some(createOnly) when this write (re)defines the table: CTAS (true), RTAS, a new path table, overwriteSchema. */
     definition: Option[Boolean] = None) {
@@ -101,11 +103,9 @@ final class TableWrite private (
     result
   }
 
-  /** Auto-compaction of the partitions a commit touched (`delta.autoOptimize.autoCompact`); never fails the write. */
+  /** The post-commit work (auto-compaction) on the partitions a commit touched; it never fails the write. */
   private def afterCommit(result: CommitResult, touched: Seq[AddFile]): Unit =
-    if (txn.metadata.exists(m => io.strata.optimize.AutoCompaction.enabled(m.configuration))) {
-      io.strata.optimize.AutoCompaction.afterCommit(log, result, touched.map(_.partitionValues).distinct)
-    }
+    txn.metadata.foreach(m => postCommit.afterCommit(log, m.configuration, result, touched.map(_.partitionValues).distinct))
 
   private def commitFiles(added: Seq[AddFile], rowCounts: Map[String, Long],
                           rowLevelParams: Map[String, String]): CommitResult = {
@@ -192,7 +192,7 @@ object TableWrite {
    * commit fails unless no version of the table exists, even one created while the query ran.
    */
   def define(log: TableLog, dataSchema: StructType, definition: TableDefinition, operationName: String,
-             options: WriteOptions, createOnly: Boolean): TableWrite = {
+             options: WriteOptions, createOnly: Boolean, postCommit: PostCommit): TableWrite = {
     val txn = log.startTransaction()
     if (createOnly) txn.requireNoTable()
     txn.readSnapshot.foreach(s => ProtocolSupport.checkWritable(s.protocol, s.metadata, log.tablePath.toString))
@@ -205,14 +205,14 @@ object TableWrite {
     val matched = TableSchema.matchColumns(definition.schema, dataSchema, log.tablePath.toString)
     val mode = if (txn.readSnapshot.isDefined) WriteMode.Overwrite else WriteMode.Append
     new TableWrite(log, txn, TableSchema(definition.schema, definition.partitionColumns), matched.feeds, mode,
-      options, operationName, Some(createOnly))
+      options, postCommit, operationName, Some(createOnly))
   }
 
   /**
    * Starts a write of data with schema `dataSchema` into the table at `log`, from `base` when the caller already
    * loaded the table (Some(None): it found no table), else from the latest version.
    */
-  def begin(log: TableLog, dataSchema: StructType, mode: WriteMode, options: WriteOptions,
+  def begin(log: TableLog, dataSchema: StructType, mode: WriteMode, options: WriteOptions, postCommit: PostCommit,
             base: Option[Option[Snapshot]] = None): TableWrite = {
     val txn = base.map(log.startTransaction).getOrElse(log.startTransaction())
     val name = log.tablePath.toString
@@ -234,7 +234,7 @@ object TableWrite {
         val matched = TableSchema.matchColumns(table.schema, dataSchema, name, merge = options.mergeSchema)
         matched.newSchema.foreach { s => txn.updateMetadata(snapshot.metadata.copy(schemaString = s.json)) }
         new TableWrite(log, txn, TableSchema(matched.newSchema.getOrElse(table.schema), table.partitionColumns),
-          matched.feeds, mode, options)
+          matched.feeds, mode, options, postCommit)
       case existing =>
         // A new table, or a whole-table replacement with overwriteSchema: the data defines schema and partitioning.
         existing.foreach(s => ProtocolSupport.checkWritable(s.protocol, s.metadata, name))
@@ -249,7 +249,8 @@ object TableWrite {
         txn.updateMetadata(base.copy(schemaString = schema.json, partitionColumns = partCols,
           configuration = configuration))
         new TableWrite(log, txn, TableSchema(schema, partCols),
-          schema.fields.toSeq.map(f => ColumnFeed(f, f.name, cast = false)), mode, options, definition = Some(false))
+          schema.fields.toSeq.map(f => ColumnFeed(f, f.name, cast = false)), mode, options, postCommit,
+          definition = Some(false))
     }
   }
 

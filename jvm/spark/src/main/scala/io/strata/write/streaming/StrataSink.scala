@@ -3,7 +3,7 @@ package io.strata.write.streaming
 import org.apache.spark.sql.strata.SparkInternals
 import io.strata.config.WriteOptions
 import io.strata.log.TableLog
-import io.strata.write.{ForeignFiles, StreamingBatch, TestHooks, WriteMode}
+import io.strata.write.{ForeignFiles, PostCommit, StreamingBatch, TestHooks, WriteMode}
 import io.strata.write.v1.V1TableWriter
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.DataFrame
@@ -17,7 +17,7 @@ import org.apache.spark.sql.execution.streaming.Sink
  * transaction (appId = option txnAppId, else the query id; version = the batch id). A batch the table already holds
  * is skipped before any file is written, and a concurrent commit of it is caught inside the commit's conflict check.
  */
-final class StrataSink(tablePath: String, options: WriteOptions, mode: WriteMode) extends Sink
+final class StrataSink(tablePath: String, options: WriteOptions, mode: WriteMode, postCommit: PostCommit) extends Sink
     with ReportsSinkMetrics {
   private val progress = new SinkProgress
 
@@ -33,7 +33,7 @@ final class StrataSink(tablePath: String, options: WriteOptions, mode: WriteMode
     // A first batch that died before its commit left its files where the table is to be: those are not foreign.
     if (base.isEmpty) ForeignFiles.refuse(log, batch.jobFiles(tablePath).isAttemptFile)
     val result = V1TableWriter.write(log, data, mode,
-      options.copy(txnAppId = Some(appId), txnVersion = Some(batchId)), base, Some(batch))
+      options.copy(txnAppId = Some(appId), txnVersion = Some(batchId)), base, postCommit, Some(batch))
     progress.record(batchId, result)
     TestHooks.reached(TestHooks.AfterCommit)
   }

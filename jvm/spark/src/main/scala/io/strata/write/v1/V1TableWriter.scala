@@ -5,7 +5,7 @@ import io.strata.write.InputReads
 import org.apache.spark.sql.SparkSession
 import io.strata.log.{AddFile, CheckConstraints, CommitResult, FilePredicate, StrataException, TableLog}
 import io.strata.read.SnapshotReader
-import io.strata.write.{JobFiles, ReplaceWhereFiles, StreamingBatch, TableWrite, WriteMode}
+import io.strata.write.{JobFiles, PostCommit, ReplaceWhereFiles, StreamingBatch, TableWrite, WriteMode}
 import io.strata.config.WriteOptions
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.{Column, DataFrame}
@@ -22,12 +22,14 @@ object V1TableWriter {
   /**
    * Writes `data` into the table, starting from `base` (the table as the caller loaded it; None: no table). None when
    * the write's application version (txnAppId / txnVersion) was already committed: nothing was written then.
+   * `postCommit`: what runs once the commit landed (the caller's: auto-compaction).
    * `batch`: `data` is a streaming micro-batch (its options carry the batch's application transaction); its rows
    * are computed once, by the incremental plan Spark prepared for the batch.
    */
   def write(log: TableLog, data: DataFrame, mode: WriteMode, options: WriteOptions,
-            base: Option[io.strata.log.Snapshot], batch: Option[StreamingBatch] = None): Option[CommitResult] = {
-    val write = TableWrite.begin(log, data.schema, mode, options, Some(base))
+            base: Option[io.strata.log.Snapshot], postCommit: PostCommit,
+            batch: Option[StreamingBatch] = None): Option[CommitResult] = {
+    val write = TableWrite.begin(log, data.schema, mode, options, postCommit, Some(base))
     if (write.alreadyCommitted) return None
     batch.foreach(write.forStreamingBatch)
     write.readInput(InputReads.ofDataFrame(data, log.tablePath, write.schema))

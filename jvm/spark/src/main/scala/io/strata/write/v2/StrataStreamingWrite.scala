@@ -2,7 +2,7 @@ package io.strata.write.v2
 
 import io.strata.write.RowAlignment
 import io.strata.log.TableLog
-import io.strata.write.{StreamingBatch, TableWrite, TestHooks, WriteMode}
+import io.strata.write.{PostCommit, StreamingBatch, TableWrite, TestHooks, WriteMode}
 import io.strata.write.streaming.{SinkProgress, StreamingWrites}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
@@ -19,7 +19,8 @@ import scala.jdk.CollectionConverters._
  * mode complete: the batch's rows replace all rows of the table in the same commit. The rows are clustered by
  * partition columns like a batch write ([[StrataWrite]]'s distribution) and written by the same task writers.
  */
-final class StrataStreamingWriteBuilder(log: TableLog, info: LogicalWriteInfo, progress: SinkProgress)
+final class StrataStreamingWriteBuilder(log: TableLog, info: LogicalWriteInfo, progress: SinkProgress,
+                                        postCommit: PostCommit)
     extends WriteBuilder with SupportsTruncate {
   private var mode: WriteMode = WriteMode.Append
 
@@ -32,7 +33,7 @@ final class StrataStreamingWriteBuilder(log: TableLog, info: LogicalWriteInfo, p
       throw StreamingWrites.continuousRefused(log.tablePath.toString))
     val appId = options.txnAppId.getOrElse(info.queryId())
     val write = TableWrite.begin(log, info.schema(), mode,
-      options.copy(txnAppId = Some(appId), txnVersion = Some(batchId)))
+      options.copy(txnAppId = Some(appId), txnVersion = Some(batchId)), postCommit)
     val batch = StreamingBatch(appId, batchId, info.queryId(), StreamingWrites.outputModeName(mode),
       sweepEarlierAttempts = progress.firstCommitOfRun)
     write.forStreamingBatch(batch)
