@@ -1,25 +1,24 @@
 package io.strata
 
-import org.apache.spark.sql.strata.SparkInternals
-import org.apache.spark.sql.SparkSession
 import io.strata.config.{StrataOptions, WriteOptions}
 import io.strata.log.{InvalidTableOperationException, TableLog}
 import io.strata.optimize.AutoCompaction
 import io.strata.read.SnapshotReader
+import io.strata.read.streaming.StrataStreamScan
 import io.strata.write.{ForeignFiles, WriteMode}
+import io.strata.write.streaming.{StrataSink, StreamingWrites}
 import io.strata.write.v1.V1TableWriter
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.{DataFrame, SQLContext, SaveMode}
+import org.apache.spark.sql.{DataFrame, SQLContext, SaveMode, SparkSession}
+import org.apache.spark.sql.catalyst.util.CaseInsensitiveMap
+import org.apache.spark.sql.connector.catalog.{SupportsRead, Table, TableCapability, TableProvider}
+import org.apache.spark.sql.connector.expressions.Transform
+import org.apache.spark.sql.connector.read.ScanBuilder
+import org.apache.spark.sql.execution.streaming.Sink
 import org.apache.spark.sql.sources.{BaseRelation, CreatableRelationProvider, DataSourceRegister, RelationProvider,
   StreamSinkProvider}
-import org.apache.spark.sql.execution.streaming.Sink
+import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.streaming.OutputMode
-import io.strata.write.streaming.{StrataSink, StreamingWrites}
-import org.apache.spark.sql.connector.catalog.{SupportsRead, Table, TableCapability, TableProvider}
-import org.apache.spark.sql.connector.read.ScanBuilder
-import io.strata.read.streaming.StrataStreamScan
-import org.apache.spark.sql.connector.expressions.Transform
-import org.apache.spark.sql.catalyst.util.CaseInsensitiveMap
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 

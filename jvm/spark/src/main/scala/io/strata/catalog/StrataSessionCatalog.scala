@@ -1,13 +1,14 @@
 package io.strata.catalog
 
-import org.apache.spark.sql.strata.SparkInternals
 import java.util
 
 import io.strata.log.{TableLog, TableProperties, VacuumedFiles}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.connector.catalog.{Column, DelegatingCatalogExtension, Identifier, Table, TableCatalog, TableCatalogCapability, TableChange, TableInfo}
+import org.apache.spark.sql.connector.catalog.{Column, DelegatingCatalogExtension, Identifier, Table, TableCatalog,
+  TableCatalogCapability, TableChange, TableInfo}
 import org.apache.spark.sql.connector.expressions.Transform
+import org.apache.spark.sql.strata.SparkInternals
 
 import scala.jdk.CollectionConverters._
 

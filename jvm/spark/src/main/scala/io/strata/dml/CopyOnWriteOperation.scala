@@ -1,13 +1,14 @@
 package io.strata.dml
 
-import io.strata.read.FileColumn
 import io.strata.config.StrataOptions
+import io.strata.read.FileColumn
 import io.strata.write.{TableWrite, WriteMode}
 import io.strata.write.v2.StrataWrite
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.expressions.{Expressions, NamedReference}
 import org.apache.spark.sql.connector.read.ScanBuilder
-import org.apache.spark.sql.connector.write.{LogicalWriteInfo, RowLevelOperation, RowLevelOperationBuilder, Write, WriteBuilder}
+import org.apache.spark.sql.connector.write.{LogicalWriteInfo, RowLevelOperation, RowLevelOperationBuilder, Write,
+  WriteBuilder}
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 import scala.jdk.CollectionConverters._

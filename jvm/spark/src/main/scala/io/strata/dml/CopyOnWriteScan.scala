@@ -3,13 +3,14 @@ package io.strata.dml
 import java.util.OptionalLong
 
 import io.strata.log.{AddFile, FilePredicate, Snapshot}
-import io.strata.table.TableSchema
 import io.strata.read.{FileColumn, ParquetScans, SnapshotReader}
+import io.strata.table.TableSchema
 import io.strata.write.RowLevelRead
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.expressions.{Expressions, Literal, NamedReference}
 import org.apache.spark.sql.connector.expressions.filter.Predicate
-import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan, Statistics, SupportsReportStatistics, SupportsRuntimeV2Filtering}
+import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan, Statistics,
+  SupportsReportStatistics, SupportsRuntimeV2Filtering}
 import org.apache.spark.sql.types.StructType
 
 /** See [[CopyOnWriteScanBuilder]]. `condition`: the row condition, as the read set of the operation's commit. */

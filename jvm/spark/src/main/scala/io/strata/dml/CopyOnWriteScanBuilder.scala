@@ -1,9 +1,7 @@
 package io.strata.dml
 
-import io.strata.table.{FilePredicates, V2PredicateSql}
-
 import io.strata.log.{FilePredicate, Snapshot}
-import io.strata.table.TableSchema
+import io.strata.table.{FilePredicates, TableSchema, V2PredicateSql}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.expressions.filter.Predicate
 import org.apache.spark.sql.connector.read.{Scan, ScanBuilder, SupportsPushDownV2Filters}

@@ -1,7 +1,7 @@
 package io.strata.dml
 
-import io.strata.write.InputReads
 import io.strata.log.ActionCodec
+import io.strata.write.InputReads
 import org.apache.spark.sql.catalyst.expressions.{Expression, Literal}
 import org.apache.spark.sql.catalyst.plans.logical.{Join, MergeRows}
 

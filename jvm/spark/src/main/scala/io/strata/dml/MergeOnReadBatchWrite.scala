@@ -1,9 +1,10 @@
 package io.strata.dml
 
-import io.strata.log.{AddFile, DeletionVectors, FilePredicate, Operation, RowDeleteRebase, Snapshot, StrataException, TableOperation}
+import io.strata.log.{AddFile, DeletionVectors, FilePredicate, Operation, RowDeleteRebase, Snapshot, StrataException,
+  TableOperation}
 import io.strata.write.{JobFiles, TableWrite}
-import io.strata.write.v2.StrataBatchWrite
 import io.strata.write.v1.DirectCommitProtocol
+import io.strata.write.v2.StrataBatchWrite
 import org.apache.spark.sql.connector.write._
 
 final class MergeOnReadBatchWrite(tableWrite: TableWrite, snapshot: Snapshot, command: String,

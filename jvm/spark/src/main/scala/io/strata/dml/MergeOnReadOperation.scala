@@ -1,16 +1,16 @@
 package io.strata.dml
 
-import org.apache.spark.sql.strata.SparkInternals
-import io.strata.table.FilePredicates
-import io.strata.read.{FileColumn, RowIndexColumn, StrataScanBuilder}
 import io.strata.config.StrataOptions
 import io.strata.log.FilePredicate
-import io.strata.table.TableSchema
+import io.strata.read.{FileColumn, RowIndexColumn, StrataScanBuilder}
+import io.strata.table.{FilePredicates, TableSchema}
 import io.strata.write.{TableWrite, WriteMode}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.expressions.{Expressions, NamedReference}
 import org.apache.spark.sql.connector.read.ScanBuilder
-import org.apache.spark.sql.connector.write.{DeltaWrite, DeltaWriteBuilder, LogicalWriteInfo, RowLevelOperation, RowLevelOperationBuilder, SupportsDelta}
+import org.apache.spark.sql.connector.write.{DeltaWrite, DeltaWriteBuilder, LogicalWriteInfo, RowLevelOperation,
+  RowLevelOperationBuilder, SupportsDelta}
+import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 import scala.jdk.CollectionConverters._

@@ -3,7 +3,8 @@ package io.strata.dml
 import io.strata.config.WriteConf
 import io.strata.log.{DeletedRows, FilePredicate, Snapshot}
 import io.strata.write.TableWrite
-import io.strata.write.v2.{CommitDurationMetric, CommittedVersionMetric, FilesWrittenMetric, RowsWrittenMetric, StrataDataWriter, StrataDataWriterFactory, StrataTaskCommit, StrataWrite}
+import io.strata.write.v2.{CommitDurationMetric, CommittedVersionMetric, FilesWrittenMetric, RowsWrittenMetric,
+  StrataDataWriter, StrataDataWriterFactory, StrataTaskCommit, StrataWrite}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.{CustomMetric, CustomTaskMetric}

@@ -1,11 +1,10 @@
 package io.strata.dml
 
-import io.strata.table.{ConditionPredicate, FilePredicates, SqlPredicates}
-import org.apache.spark.sql.SparkSession
 import io.strata.config.WriteOptions
 import io.strata.log.{AddFile, CommitResult, FilePredicate, Snapshot, TableLog}
-import io.strata.table.TableSchema
+import io.strata.table.{ConditionPredicate, FilePredicates, SqlPredicates, TableSchema}
 import io.strata.write.{PostCommit, ReplaceWhereFiles, RowLevelRead, TableWrite, WriteMode}
+import org.apache.spark.sql.SparkSession
 
 /**
  * A DELETE that removes whole files only, in a commit without any Spark job and without rewriting anything: when

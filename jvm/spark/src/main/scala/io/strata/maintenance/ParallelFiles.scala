@@ -2,15 +2,15 @@ package io.strata.maintenance
 
 import java.io.{FileNotFoundException, IOException}
 
-import scala.collection.mutable
-import scala.reflect.ClassTag
-
 import io.strata.maintenance.ListedFile
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, FileSystem, Path}
 import org.apache.spark.SparkContext
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.util.SerializableConfiguration
+
+import scala.collection.mutable
+import scala.reflect.ClassTag
 
 /**
  * Listing and deleting many files of one table with Spark jobs, so that a large table is not walked or cleaned one

@@ -1,11 +1,10 @@
 package io.strata.optimize
 
-import io.strata.write.v1.SparkFileWriter
 import io.strata.log.{AddFile, Snapshot}
 import io.strata.read.SnapshotReader
 import io.strata.table.{PartitionPaths, TableSchema}
 import io.strata.write.JobFiles
-import io.strata.write.v1.DirectCommitProtocol
+import io.strata.write.v1.{DirectCommitProtocol, SparkFileWriter}
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.types.StructType

@@ -1,10 +1,10 @@
 package io.strata.optimize
 
-import io.strata.table.SqlPredicates
 import java.util.concurrent.{Callable, ExecutionException, Executors, Future, ThreadFactory, TimeUnit}
 import java.util.concurrent.atomic.AtomicInteger
 
 import io.strata.log._
+import io.strata.table.SqlPredicates
 import io.strata.write.DataFileStats
 import org.apache.spark.sql.SparkSession
 

@@ -1,8 +1,8 @@
 package io.strata.procedures
 
-import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.{Identifier, Table, TableCatalog}
+import org.apache.spark.sql.strata.SparkInternals
 
 /** Resolving a user's multi-part table name to a catalog table, the way SQL does (current catalog and namespace). */
 object CatalogLookup {

@@ -1,11 +1,11 @@
 package io.strata.procedures
 
-import org.apache.spark.sql.strata.SparkInternals
 import io.strata.log.{TableLog, TableNotFoundException}
 import io.strata.read.SnapshotRead
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.TableCatalog
+import org.apache.spark.sql.strata.SparkInternals
 
 /**
  * The table a procedure works on, from its `table` argument: a path (`/data/t`, `s3a://b/t`, `` `/data/t` ``), a

@@ -1,12 +1,12 @@
 package io.strata.procedures
 
-import org.apache.spark.sql.strata.SparkInternals
 import java.time.{Instant, ZoneId}
 import java.time.format.DateTimeFormatter
 
 import io.strata.log.{InvalidTableOperationException, Operation, TableRestore}
 import io.strata.procedures.StrataProcedure.{optional, required}
 import org.apache.spark.sql.{Row, SparkSession}
+import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.types._
 
 /**

@@ -1,7 +1,7 @@
 package io.strata.read
 
-import io.strata.table.StatsSkipping
 import io.strata.log.DeletionVectorDescriptor
+import io.strata.table.StatsSkipping
 import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
@@ -40,7 +40,6 @@ final class LogFileIndex(
   /** A file as a scan sees it: its deletion vector rides along to the reader ([[DeletionVectorReads]]). */
   private def scanned(f: IndexedFile) = FileStatusWithMetadata(status(f),
     f.deletionVector.fold(Map.empty[String, Any])(dv => Map(DeletionVectorReads.MetadataKey -> dv)))
-
 
   private lazy val byPartition: Seq[(InternalRow, Seq[IndexedFile])] =
     files.groupBy(_.partitionValues).toSeq

@@ -1,15 +1,14 @@
 package io.strata.read
 
-import org.apache.spark.sql.strata.SparkInternals
-import io.strata.table.CatalystValues
 import io.strata.config.ReadOptions
 import io.strata.log.{AddFile, InvalidTableOperationException, Metadata, ProtocolSupport, Snapshot, TableLog,
   VacuumedFiles}
-import io.strata.table.TableSchema
+import io.strata.table.{CatalystValues, TableSchema}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.datasources.{FileIndex, HadoopFsRelation}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.sources.BaseRelation
+import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.types.StructType
 
 /** Reads a snapshot through Spark's Parquet reader, with the log (never a directory listing) naming the files. */

@@ -1,11 +1,12 @@
 package io.strata.table
 
-import org.apache.spark.sql.strata.SparkInternals
 import io.strata.log.FilePredicate
 import io.strata.table.PartitionValues
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{And, Attribute, AttributeReference, BasePredicate, BoundReference, Expression, Predicate, SubqueryExpression}
+import org.apache.spark.sql.catalyst.expressions.{And, Attribute, AttributeReference, BasePredicate, BoundReference,
+  Expression, Predicate, SubqueryExpression}
 import org.apache.spark.sql.catalyst.plans.logical.Filter
+import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.types.StructType
 
 /**

@@ -1,17 +1,16 @@
 package io.strata.write
 
-import org.apache.spark.sql.strata.SparkInternals
-import io.strata.table.FilePredicates
-import org.apache.spark.sql.SparkSession
 import io.strata.log.FilePredicate
 import io.strata.read.SnapshotRead
-import io.strata.table.TableSchema
+import io.strata.table.{FilePredicates, TableSchema}
 import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, SubqueryAlias, V2WriteCommand}
 import org.apache.spark.sql.execution.SQLExecution
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
+import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.types.StructType
 
 /** One read of the write's target table inside the write's input plan: its version and the rows it selected. */

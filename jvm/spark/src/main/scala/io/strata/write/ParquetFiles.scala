@@ -1,12 +1,12 @@
 package io.strata.write
 
-import org.apache.spark.sql.strata.SparkInternals
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.mapreduce.{Job, JobID, TaskAttemptID, TaskID, TaskType}
 import org.apache.hadoop.mapreduce.task.TaskAttemptContextImpl
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.execution.datasources.{OutputWriter, OutputWriterFactory}
+import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
 

@@ -3,7 +3,8 @@ package io.strata.write
 import io.strata.table.{PartitionPaths, PartitionValues}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, Cast, UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.types.{DataType, DateType, DecimalType, StringType, StructType, TimestampNTZType, TimestampType}
+import org.apache.spark.sql.types.{DataType, DateType, DecimalType, StringType, StructType, TimestampNTZType,
+  TimestampType}
 
 /**
  * Splits rows of a table's full schema into the data-column row and the partition: the Hive directory (rendered in

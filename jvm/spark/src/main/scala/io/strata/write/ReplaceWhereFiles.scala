@@ -3,7 +3,6 @@ package io.strata.write
 import io.strata.table.{FilePredicates, SqlPredicates}
 import org.apache.spark.sql.SparkSession
 
-
 /** The files a replace-where on partition columns replaces: whole files, chosen from their partition values. */
 object ReplaceWhereFiles {
   /** True when `predicate` (SQL) refers to partition columns only. */

@@ -1,10 +1,11 @@
 package io.strata.write
 
-import io.strata.table.SqlPredicates
 import io.strata.log.{CheckConstraint, ConstraintViolationException, InvalidTableOperationException}
+import io.strata.table.SqlPredicates
 import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Alias, BasePredicate, BindReferences, BoundReference, Expression, Predicate}
+import org.apache.spark.sql.catalyst.expressions.{Alias, BasePredicate, BindReferences, BoundReference, Expression,
+  Predicate}
 import org.apache.spark.sql.catalyst.plans.logical.Project
 import org.apache.spark.sql.types.StructType
 

@@ -1,14 +1,13 @@
 package io.strata.write
 
-import org.apache.spark.sql.strata.SparkInternals
-import io.strata.table.PartitionSetPredicate
-import org.apache.spark.sql.SparkSession
 import java.util.UUID
 
 import io.strata.config.WriteOptions
 import io.strata.log._
-import io.strata.table.TableSchema
+import io.strata.table.{PartitionSetPredicate, TableSchema}
 import io.strata.table.TableSchema.ColumnFeed
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.types.StructType
 
 /** How a write changes the table; both write paths speak this. */

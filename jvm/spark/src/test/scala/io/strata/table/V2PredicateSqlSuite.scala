@@ -1,7 +1,8 @@
 package io.strata.table
 
 import io.strata.SparkTestSession
-import org.apache.spark.sql.catalyst.expressions.{AttributeReference, DayOfMonth, DayOfWeek, DayOfYear, EqualTo, Expression, Literal, Quarter, WeekDay, WeekOfYear, YearOfWeek}
+import org.apache.spark.sql.catalyst.expressions.{AttributeReference, DayOfMonth, DayOfWeek, DayOfYear, EqualTo,
+  Expression, Literal, Quarter, WeekDay, WeekOfYear, YearOfWeek}
 import org.apache.spark.sql.catalyst.util.V2ExpressionBuilder
 import org.apache.spark.sql.connector.expressions.filter.Predicate
 import org.apache.spark.sql.types._

@@ -1,16 +1,17 @@
 package io.strata.read.streaming
 
-import org.apache.spark.sql.SparkSession
+import java.util.Optional
+
 import io.strata.config.StreamReadOptions
 import io.strata.log.{AddFile, Metadata, TableLog}
 import io.strata.read.SnapshotReader
 import io.strata.table.TableSchema
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
 import org.apache.spark.sql.connector.read.streaming.{CompositeReadLimit, MicroBatchStream, Offset, ReadAllAvailable,
   ReadLimit, ReadMaxFiles, ReportsSourceMetrics, SupportsAdmissionControl, SupportsTriggerAvailableNow}
 import org.apache.spark.sql.types.StructType
 
-import java.util.Optional
 import scala.jdk.CollectionConverters._
 
 /** A micro-batch may take at most this many bytes of files (option maxBytesPerTrigger; at least one file). */

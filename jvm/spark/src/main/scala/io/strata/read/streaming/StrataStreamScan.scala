@@ -1,14 +1,14 @@
 package io.strata.read.streaming
 
-import org.apache.spark.sql.strata.SparkInternals
-import org.apache.spark.sql.SparkSession
 import io.strata.config.{StartingVersion, StreamReadOptions}
 import io.strata.log.{InvalidTableOperationException, ProtocolSupport, TableLog}
 import io.strata.read.SnapshotReader
 import io.strata.table.TableSchema
 import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.{Batch, Scan}
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
+import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 

@@ -1,6 +1,5 @@
 package io.strata.write.streaming
 
-import org.apache.spark.sql.strata.SparkInternals
 import io.strata.config.WriteOptions
 import io.strata.log.TableLog
 import io.strata.write.{ForeignFiles, PostCommit, StreamingBatch, TestHooks, WriteMode}
@@ -9,6 +8,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.connector.read.streaming.ReportsSinkMetrics
 import org.apache.spark.sql.execution.streaming.Sink
+import org.apache.spark.sql.strata.SparkInternals
 
 /**
  * The streaming sink of path tables (`writeStream.format("strata").start(path)`, and session-catalog tables that

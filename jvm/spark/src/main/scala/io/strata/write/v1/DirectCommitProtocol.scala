@@ -1,9 +1,8 @@
 package io.strata.write.v1
 
-import io.strata.write.WriteFaults
 import io.strata.log.AddFile
 import io.strata.table.{PartitionPaths, PartitionValues}
-import io.strata.write.{DataFiles, JobFiles, TaskFiles}
+import io.strata.write.{DataFiles, JobFiles, TaskFiles, WriteFaults}
 import org.apache.hadoop.fs.Path
 import org.apache.hadoop.mapreduce.{JobContext, TaskAttemptContext}
 import org.apache.spark.internal.io.{FileCommitProtocol, FileNameSpec}

@@ -1,14 +1,12 @@
 package io.strata.write.v1
 
-import io.strata.table.SqlPredicates
-import io.strata.write.InputReads
-import org.apache.spark.sql.SparkSession
+import io.strata.config.WriteOptions
 import io.strata.log.{AddFile, CheckConstraints, CommitResult, FilePredicate, StrataException, TableLog}
 import io.strata.read.SnapshotReader
-import io.strata.write.{JobFiles, PostCommit, ReplaceWhereFiles, StreamingBatch, TableWrite, WriteMode}
-import io.strata.config.WriteOptions
+import io.strata.table.SqlPredicates
+import io.strata.write.{InputReads, JobFiles, PostCommit, ReplaceWhereFiles, StreamingBatch, TableWrite, WriteMode}
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.{Column, DataFrame}
+import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 import org.apache.spark.sql.functions.{coalesce, col, concat, concat_ws, expr, lit, not, raise_error, when}
 
 /**

@@ -1,14 +1,12 @@
 package io.strata.write.v2
 
-import org.apache.spark.sql.strata.SparkInternals
-import io.strata.write.{InputReads, ParquetFiles, PartitionSplitter, RowChecks}
 import io.strata.config.WriteOptions
-import io.strata.log.{AddFile, StrataException, TableLog}
-import io.strata.log.CheckConstraints
-import io.strata.write.{JobFiles, TableWrite, WriteMode}
+import io.strata.log.{AddFile, CheckConstraints, StrataException, TableLog}
+import io.strata.write.{InputReads, JobFiles, ParquetFiles, PartitionSplitter, RowChecks, TableWrite, WriteMode}
 import io.strata.write.v1.DirectCommitProtocol
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.write._
+import org.apache.spark.sql.strata.SparkInternals
 
 /**
  * The job and the log commit of one write. `sweepEarlierAttempts`: an earlier attempt of this write (a streaming

@@ -1,8 +1,7 @@
 package io.strata.write.v2
 
-import io.strata.write.{ParquetFiles, PartitionSplitter, RowChecks, WriteFaults}
 import io.strata.log.AddFile
-import io.strata.write.{DataFiles, JobFiles}
+import io.strata.write.{DataFiles, JobFiles, ParquetFiles, PartitionSplitter, RowChecks, WriteFaults}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric

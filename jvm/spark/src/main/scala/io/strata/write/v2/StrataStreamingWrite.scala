@@ -1,14 +1,13 @@
 package io.strata.write.v2
 
-import io.strata.write.RowAlignment
 import io.strata.log.TableLog
-import io.strata.write.{PostCommit, StreamingBatch, TableWrite, TestHooks, WriteMode}
+import io.strata.write.{PostCommit, RowAlignment, StreamingBatch, TableWrite, TestHooks, WriteMode}
 import io.strata.write.streaming.{SinkProgress, StreamingWrites}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
-import org.apache.spark.sql.connector.write._
 import org.apache.spark.sql.connector.write.streaming.{StreamingDataWriterFactory, StreamingWrite}
+import org.apache.spark.sql.connector.write._
 
 import scala.jdk.CollectionConverters._
 

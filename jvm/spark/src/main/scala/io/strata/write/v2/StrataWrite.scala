@@ -1,17 +1,16 @@
 package io.strata.write.v2
 
-import org.apache.spark.sql.strata.SparkInternals
-import io.strata.write.RowAlignment
 import io.strata.config.{DistributionMode, WriteConf}
 import io.strata.log.TableLog
-import io.strata.write.{JobFiles, ReplaceWhereFiles, StreamingBatch, TableWrite, WriteMode}
+import io.strata.write.{JobFiles, ReplaceWhereFiles, RowAlignment, StreamingBatch, TableWrite, WriteMode}
 import io.strata.write.streaming.{SinkProgress, StreamingWrites}
-import org.apache.spark.sql.connector.write.streaming.StreamingWrite
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.distributions.{Distribution, Distributions}
 import org.apache.spark.sql.connector.expressions.{Expression, Expressions, NullOrdering, SortDirection, SortOrder}
 import org.apache.spark.sql.connector.metric.{CustomMetric, CustomTaskMetric}
+import org.apache.spark.sql.connector.write.streaming.StreamingWrite
 import org.apache.spark.sql.connector.write._
+import org.apache.spark.sql.strata.SparkInternals
 
 import scala.jdk.CollectionConverters._
 

@@ -1,8 +1,8 @@
 package io.strata.write.v2
 
-import io.strata.table.V2PredicateSql
 import io.strata.config.{StrataOptions, WriteOptions}
 import io.strata.log.{InvalidTableOperationException, Snapshot, TableLog}
+import io.strata.table.V2PredicateSql
 import io.strata.write.{PostCommit, ReplaceWhereFiles, TableWrite, WriteMode}
 import org.apache.spark.sql.connector.expressions.filter.Predicate
 import org.apache.spark.sql.connector.write._
