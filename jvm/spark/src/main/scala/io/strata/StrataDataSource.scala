@@ -57,8 +57,8 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
 
   override def createRelation(sqlContext: SQLContext, mode: SaveMode, parameters: Map[String, String],
                               data: DataFrame): BaseRelation = {
-    val options = StrataOptions.withSessionTransaction(StrataOptions.parseWrite(StrataDataSource.originalOptions(parameters)),
-      sqlContext.sparkSession.conf.getOption)
+    val options = StrataOptions.withSessionTransaction(
+      StrataOptions.parseWrite(StrataDataSource.originalOptions(parameters)), sqlContext.sparkSession.conf.getOption)
     val log = tableLog(sqlContext, parameters)
     val existing = log.snapshotOption()
     val exists = existing.isDefined

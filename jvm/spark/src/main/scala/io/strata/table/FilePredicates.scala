@@ -52,8 +52,9 @@ final class ConditionPredicate private[table] (
   def mustMatchAll(partitionValues: Map[String, Option[String]], statsJson: Option[String]): Boolean =
     complete && partitionSchema.fieldNames.forall(partitionValues.contains) && (partitionEval match {
       case None => true
-      case Some(p) => scala.util.Try(p.eval(CatalystValues.partitionRow(partitionSchema, partitionValues, zone)) == true)
-        .getOrElse(false)
+      case Some(p) =>
+        scala.util.Try(p.eval(CatalystValues.partitionRow(partitionSchema, partitionValues, zone)) == true)
+          .getOrElse(false)
     }) && stats.mustMatchAll(statsJson)
 }
 

@@ -104,7 +104,9 @@ final class TableWrite private (
 
   /** The post-commit work (auto-compaction) on the partitions a commit touched; it never fails the write. */
   private def afterCommit(result: CommitResult, touched: Seq[AddFile]): Unit =
-    txn.metadata.foreach(m => postCommit.afterCommit(log, m.configuration, result, touched.map(_.partitionValues).distinct))
+    txn.metadata.foreach { m =>
+      postCommit.afterCommit(log, m.configuration, result, touched.map(_.partitionValues).distinct)
+    }
 
   private def commitFiles(added: Seq[AddFile], rowCounts: Map[String, Long],
                           rowLevelParams: Map[String, String]): CommitResult = {

@@ -14,7 +14,8 @@ import org.apache.spark.sql.strata.SparkInternals
  */
 final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: WriteOptions, fanout: Boolean,
                              maxOpenFiles: Int, targetFileSize: Long, onCommit: () => Unit,
-                             commitParameters: () => Map[String, String], jobFiles: JobFiles, sweepEarlierAttempts: Boolean = false) extends BatchWrite {
+                             commitParameters: () => Map[String, String], jobFiles: JobFiles,
+                             sweepEarlierAttempts: Boolean = false) extends BatchWrite {
 
   override def createBatchWriterFactory(info: PhysicalWriteInfo): DataWriterFactory = {
     // An idempotent write whose application version is already in the table: the rows go nowhere.

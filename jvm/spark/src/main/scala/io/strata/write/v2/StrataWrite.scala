@@ -18,7 +18,8 @@ import scala.jdk.CollectionConverters._
  * A V2 write. By default (distribution mode `hash`) it asks Spark to cluster and sort rows by partition columns, so
  * each task keeps one file open at a time and a partitioned write makes about one file per partition; `range`
  * orders instead of hashing; `none` asks for nothing and the tasks fan out into one open file per partition.
- * All task files are committed in one log commit.
+ * All task files are committed in one log commit. `commitParameters`: operation parameters the commit records too,
+ * computed when it runs (MERGE's clauses, which the row-level operation reads from the running statement).
  */
 final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: TableWrite, onCommit: () => Unit,
                         commitParameters: () => Map[String, String] = () => Map.empty,

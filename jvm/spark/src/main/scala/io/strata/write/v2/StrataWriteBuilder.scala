@@ -47,7 +47,8 @@ final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo, base: Snap
       throw new InvalidTableOperationException("Options replaceWhere and partitionOverwriteMode belong to path " +
         "writes; for catalog tables use INSERT OVERWRITE ... PARTITION, overwrite(condition) or overwritePartitions().")
     }
-    new StrataWrite(log, info, TableWrite.begin(log, info.schema(), mode, options, postCommit, Some(Some(base))), () => ())
+    new StrataWrite(log, info, TableWrite.begin(log, info.schema(), mode, options, postCommit, Some(Some(base))),
+      () => ())
   }
 
   /** A V2 predicate as SQL with exact literals ([[canOverwrite]] accepted only predicates that render). */
