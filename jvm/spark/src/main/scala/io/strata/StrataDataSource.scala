@@ -2,21 +2,23 @@ package io.strata
 
 import io.strata.config.{StrataOptions, WriteOptions}
 import io.strata.log.{InvalidTableOperationException, TableLog}
+import io.strata.optimize.AutoCompaction
 import io.strata.read.SnapshotReader
-import io.strata.shim.SparkInternals
-import io.strata.write.WriteMode
+import io.strata.read.streaming.StrataStreamScan
+import io.strata.write.{ForeignFiles, WriteMode}
+import io.strata.write.streaming.{StrataSink, StreamingWrites}
 import io.strata.write.v1.V1TableWriter
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.{DataFrame, SQLContext, SaveMode}
+import org.apache.spark.sql.{DataFrame, SQLContext, SaveMode, SparkSession}
+import org.apache.spark.sql.catalyst.util.CaseInsensitiveMap
+import org.apache.spark.sql.connector.catalog.{SupportsRead, Table, TableCapability, TableProvider}
+import org.apache.spark.sql.connector.expressions.Transform
+import org.apache.spark.sql.connector.read.ScanBuilder
+import org.apache.spark.sql.execution.streaming.Sink
 import org.apache.spark.sql.sources.{BaseRelation, CreatableRelationProvider, DataSourceRegister, RelationProvider,
   StreamSinkProvider}
-import org.apache.spark.sql.execution.streaming.Sink
+import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.streaming.OutputMode
-import io.strata.write.streaming.{StrataSink, StreamingWrites}
-import org.apache.spark.sql.connector.catalog.{SupportsRead, Table, TableCapability, TableProvider}
-import org.apache.spark.sql.connector.read.ScanBuilder
-import io.strata.read.streaming.StrataStreamScan
-import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
@@ -37,7 +39,7 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
   override def supportsExternalMetadata(): Boolean = true
 
   override def inferSchema(options: CaseInsensitiveStringMap): StructType = {
-    val log = tableLog(SparkInternals.activeSession.sqlContext, options.asCaseSensitiveMap().asScala.toMap)
+    val log = tableLog(SparkSession.active.sqlContext, options.asCaseSensitiveMap().asScala.toMap)
     io.strata.table.TableSchema.of(log.snapshot().metadata).schema
   }
 
@@ -47,7 +49,7 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
 
   override def createRelation(sqlContext: SQLContext, parameters: Map[String, String]): BaseRelation = {
     val spark = sqlContext.sparkSession
-    val options = StrataOptions.parseRead(SparkInternals.originalOptions(parameters))
+    val options = StrataOptions.parseRead(StrataDataSource.originalOptions(parameters))
     val log = tableLog(sqlContext, parameters)
     SnapshotReader.relation(spark, SnapshotReader.snapshotFor(spark, log, options),
       timeTravel = options.versionAsOf.isDefined || options.timestampAsOf.isDefined)
@@ -55,8 +57,8 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
 
   override def createRelation(sqlContext: SQLContext, mode: SaveMode, parameters: Map[String, String],
                               data: DataFrame): BaseRelation = {
-    val options = StrataOptions.withSessionTransaction(StrataOptions.parseWrite(SparkInternals.originalOptions(parameters)),
-      sqlContext.sparkSession.conf.getOption)
+    val options = StrataOptions.withSessionTransaction(
+      StrataOptions.parseWrite(StrataDataSource.originalOptions(parameters)), sqlContext.sparkSession.conf.getOption)
     val log = tableLog(sqlContext, parameters)
     val existing = log.snapshotOption()
     val exists = existing.isDefined
@@ -65,8 +67,9 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
         s"Table ${log.tablePath} already exists (save mode ErrorIfExists). Use mode 'append' or 'overwrite'.")
       case SaveMode.Ignore if exists => // nothing to do
       case _ =>
-        if (!exists) StrataDataSource.refuseForeignFiles(log)
-        V1TableWriter.write(log, data, writeMode(sqlContext, mode, options), options, existing)
+        if (!exists) ForeignFiles.refuse(log)
+        V1TableWriter.write(log, data, writeMode(sqlContext, mode, options), options, existing,
+          AutoCompaction.Hook)
     }
     SnapshotReader.relation(sqlContext.sparkSession, log.snapshot()) // the cache has it: no replay
   }
@@ -104,43 +107,21 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
    */
   override def createSink(sqlContext: SQLContext, parameters: Map[String, String], partitionColumns: Seq[String],
                           outputMode: OutputMode): Sink = {
-    val original = SparkInternals.originalOptions(parameters)
+    val original = StrataDataSource.originalOptions(parameters)
     val path = original.find(_._1.equalsIgnoreCase(StrataOptions.Path)).map(_._2).getOrElse(
       throw new InvalidTableOperationException("A path is required: use .start(path), or .toTable(name)."))
     val mode = StreamingWrites.writeMode(outputMode, path)
     val options = StreamingWrites.parse(original, catalog = false)
     new StrataSink(path, if (partitionColumns.isEmpty) options else options.copy(partitionColumns = Some(partitionColumns)),
-      mode)
+      mode, AutoCompaction.Hook)
   }
 }
 
 object StrataDataSource {
-  /**
-   * Like the check below, but for a write that may follow an earlier attempt of itself which died before
-   * creating the table: files for which `ours` holds (by name, in any directory) are that attempt's, not foreign.
-   */
-  private[strata] def refuseForeignFiles(log: TableLog, ours: String => Boolean): Unit = {
-    val fs = log.tablePath.getFileSystem(log.conf)
-    def foreign(dir: Path): Option[String] = fs.listStatus(dir).iterator
-      .filterNot(st => st.getPath.getName.startsWith("_") || st.getPath.getName.startsWith("."))
-      .map(st => if (st.isDirectory) foreign(st.getPath) else Some(st.getPath.getName).filterNot(ours))
-      .collectFirst { case Some(name) => name }
-    if (fs.exists(log.tablePath)) foreign(log.tablePath).foreach { name =>
-      throw new InvalidTableOperationException(s"${log.tablePath} holds files ($name) but no Strata/Delta log. " +
-        "Write to an empty or new location.")
-    }
-  }
-
-  /** A new table must not be created over files that are not part of any table: they would silently mix. */
-  private[strata] def refuseForeignFiles(log: TableLog): Unit = {
-    val fs = log.tablePath.getFileSystem(log.conf)
-    if (fs.exists(log.tablePath)) {
-      val visible = fs.listStatus(log.tablePath).map(_.getPath.getName)
-        .filterNot(n => n.startsWith("_") || n.startsWith("."))
-      if (visible.nonEmpty) throw new InvalidTableOperationException(
-        s"${log.tablePath} holds files (${visible.take(3).mkString(", ")}${if (visible.length > 3) ", ..." else ""}) " +
-          "but no Strata/Delta log. Write to an empty or new location.")
-    }
+  /** Data source options with the keys as the user spelled them (Spark hands them over lower-cased). */
+  private def originalOptions(options: Map[String, String]): Map[String, String] = options match {
+    case m: CaseInsensitiveMap[String @unchecked] => m.originalMap
+    case other => other
   }
 
   /**

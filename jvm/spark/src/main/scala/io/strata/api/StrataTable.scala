@@ -2,9 +2,9 @@ package io.strata.api
 
 import io.strata.log.TableLog
 import io.strata.procedures.{DetailProcedure, HistoryProcedure}
-import io.strata.shim.SparkInternals
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.types._
 
 import scala.jdk.CollectionConverters._

@@ -4,6 +4,7 @@ import java.util
 
 import io.strata.config.StrataOptions
 import io.strata.log.TableLog
+import io.strata.optimize.AutoCompaction
 import io.strata.write.{TableDefinition, TableWrite}
 import io.strata.write.v2.StrataWrite
 import org.apache.spark.sql.connector.catalog.{StagedTable, SupportsWrite, TableCapability, TableCatalog}
@@ -38,7 +39,8 @@ final class StagedStrataTable(log: TableLog, tableName: String, definition: Tabl
     override def build(): Write = {
       val options = StrataOptions.parseCatalogWrite(info.options().asCaseSensitiveMap().asScala.toMap,
         org.apache.spark.sql.SparkSession.active.conf.getOption)
-      val write = TableWrite.define(log, info.schema(), definition, operation, options, createOnly)
+      val write = TableWrite.define(log, info.schema(), definition, operation, options, createOnly,
+        AutoCompaction.Hook)
       new StrataWrite(log, info, write, () => written = true)
     }
   }

@@ -3,11 +3,12 @@ package io.strata.catalog
 import java.util
 
 import io.strata.log.{TableLog, TableProperties, VacuumedFiles}
-import io.strata.shim.SparkInternals
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.connector.catalog.{Column, DelegatingCatalogExtension, Identifier, Table, TableCatalog, TableCatalogCapability, TableChange, TableInfo}
+import org.apache.spark.sql.connector.catalog.{Column, DelegatingCatalogExtension, Identifier, Table, TableCatalog,
+  TableCatalogCapability, TableChange, TableInfo}
 import org.apache.spark.sql.connector.expressions.Transform
+import org.apache.spark.sql.strata.SparkInternals
 
 import scala.jdk.CollectionConverters._
 

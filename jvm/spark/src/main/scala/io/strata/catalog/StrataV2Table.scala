@@ -2,26 +2,25 @@ package io.strata.catalog
 
 import java.util
 
-import io.strata.log.{ProtocolSupport, Snapshot, TableLog}
-import io.strata.shim.SparkInternals
-import io.strata.write.v2.{StrataStreamingWriteBuilder, StrataWriteBuilder}
-import io.strata.write.streaming.SinkProgress
-import org.apache.spark.sql.connector.read.streaming.ReportsSinkMetrics
-import org.apache.spark.sql.connector.write.{LogicalWriteInfo, WriteBuilder}
-import io.strata.read.{SnapshotRead, SnapshotReader}
-import io.strata.read.streaming.StrataStreamScan
 import io.strata.config.StrataOptions
-import io.strata.log.InvalidTableOperationException
-import io.strata.shim.{FileColumn, RowIndexColumn, StrataScanBuilder, V2PredicateSql}
-import io.strata.write.MetadataDelete
-import org.apache.spark.sql.connector.catalog.{MetadataColumn, SupportsDeleteV2, SupportsMetadataColumns, SupportsRowLevelOperations}
-import org.apache.spark.sql.connector.expressions.filter.Predicate
-import org.apache.spark.sql.connector.write.{RowLevelOperationBuilder, RowLevelOperationInfo}
-import io.strata.table.TableSchema
+import io.strata.dml.{CopyOnWriteOperationBuilder, MergeOnReadOperationBuilder, MetadataDelete, RowLevelTarget}
+import io.strata.log.{InvalidTableOperationException, ProtocolSupport, Snapshot, TableLog}
+import io.strata.optimize.AutoCompaction
+import io.strata.read.{FileColumn, RowIndexColumn, SnapshotRead, SnapshotReader, StrataScanBuilder}
+import io.strata.read.streaming.StrataStreamScan
+import io.strata.table.{TableSchema, V2PredicateSql}
+import io.strata.write.StreamingBatch
+import io.strata.write.streaming.SinkProgress
+import io.strata.write.v2.{StrataStreamingWriteBuilder, StrataWriteBuilder}
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.connector.catalog.{SupportsRead, SupportsWrite, Table, TableCapability, TableCatalog}
+import org.apache.spark.sql.connector.catalog.{MetadataColumn, SupportsDeleteV2, SupportsMetadataColumns, SupportsRead,
+  SupportsRowLevelOperations, SupportsWrite, Table, TableCapability, TableCatalog}
 import org.apache.spark.sql.connector.expressions.{Expressions, Transform}
-import org.apache.spark.sql.connector.read.ScanBuilder
+import org.apache.spark.sql.connector.expressions.filter.Predicate
+import org.apache.spark.sql.connector.read.streaming.ReportsSinkMetrics
+import org.apache.spark.sql.connector.write.{LogicalWriteInfo, RowLevelOperationBuilder, RowLevelOperationInfo,
+  WriteBuilder}
+import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
@@ -57,9 +56,9 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
    * the latest snapshot instead: this table object serves the whole query.
    */
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder =
-    if (SparkInternals.streamingQueryId(SparkSession.active).contains(info.queryId())) {
-      new StrataStreamingWriteBuilder(log, info, sinkProgress)
-    } else new StrataWriteBuilder(log, info, snapshot)
+    if (StreamingBatch.runningQueryId(SparkSession.active).contains(info.queryId())) {
+      new StrataStreamingWriteBuilder(log, info, sinkProgress, AutoCompaction.Hook)
+    } else new StrataWriteBuilder(log, info, snapshot, AutoCompaction.Hook)
 
   /** As a streaming sink: the last micro-batch's numbers, for StreamingQueryProgress. */
   private val sinkProgress = new SinkProgress
@@ -80,8 +79,9 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
    */
   override def newRowLevelOperationBuilder(info: RowLevelOperationInfo): RowLevelOperationBuilder = {
     requireCurrent(info.command().name())
-    if (mergeOnRead) new MergeOnReadOperationBuilder(this, log, info.command())
-    else new CopyOnWriteOperationBuilder(this, log, info.command())
+    val target = RowLevelTarget(tableName, snapshot, log, newScanBuilder, AutoCompaction.Hook)
+    if (mergeOnRead) new MergeOnReadOperationBuilder(target, info.command())
+    else new CopyOnWriteOperationBuilder(target, info.command())
   }
 
   /** A DELETE that covers whole files (by partition values or statistics) removes them without a job. */
@@ -95,7 +95,7 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
     val sql = predicates.filterNot(_.name() == "ALWAYS_TRUE").map(p => V2PredicateSql(p).getOrElse(
       throw new IllegalStateException(s"DELETE condition $p cannot be rendered as SQL"))).toSeq
     val options = StrataOptions.parseCatalogWrite(Map.empty, SparkSession.active.conf.getOption)
-    MetadataDelete.delete(log, snapshot, sql, options)
+    MetadataDelete.delete(log, snapshot, sql, options, AutoCompaction.Hook)
   }
 
   override def truncateTable(): Boolean = { deleteWhere(Array.empty); true }
@@ -106,7 +106,7 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
       "current version instead (leave out VERSION AS OF / TIMESTAMP AS OF), or use RESTORE to go back to a version.")
   override def version(): String = snapshot.version.toString
 
-  override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = {
+  override def newScanBuilder(options: CaseInsensitiveStringMap): StrataScanBuilder = {
     val spark = SparkSession.active
     val dataSchema = StructType(table.schema.fields.filterNot(f => table.partitionColumns.contains(f.name)))
     new StrataScanBuilder(spark, withFile => SnapshotReader.fileIndex(spark, snapshot, timeTravel = timeTravel,

@@ -1,9 +1,10 @@
 package io.strata.catalog
 
-import io.strata.log.{CheckConstraint, CheckConstraints, InvalidTableOperationException, Operation, Snapshot, TableLog, TableNotFoundException, TableOperation, TableProperties}
+import io.strata.log.{CheckConstraint, CheckConstraints, InvalidTableOperationException, Operation, Snapshot, TableLog,
+  TableNotFoundException, TableOperation, TableProperties}
 import io.strata.read.SnapshotReader
-import io.strata.shim.RowChecks
 import io.strata.table.TableSchema
+import io.strata.write.RowChecks
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.TableChange
 import org.apache.spark.sql.functions.{coalesce, expr, lit, not}

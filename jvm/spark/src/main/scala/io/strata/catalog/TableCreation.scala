@@ -2,8 +2,8 @@ package io.strata.catalog
 
 import java.util.UUID
 
-import io.strata.shim.RunningDdl
-import io.strata.log.{ActionCodec, CheckConstraints, InvalidTableOperationException, Metadata, Operation, TableLog, TableOperation, TableProperties}
+import io.strata.log.{ActionCodec, CheckConstraints, InvalidTableOperationException, Metadata, Operation, TableLog,
+  TableOperation, TableProperties}
 import io.strata.table.TableSchema
 import io.strata.write.TableDefinition
 import org.apache.spark.sql.connector.catalog.{Column, Identifier, TableCatalog, TableInfo}

@@ -1,8 +1,8 @@
 package io.strata.maintenance
 
 import io.strata.log._
-import io.strata.shim.{ParallelFiles, SparkInternals}
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.strata.SparkInternals
 
 /**
  * VACUUM: deletes the files below a table's root that no version within the retention reads, as delta-spark's

@@ -1,6 +1,6 @@
 package io.strata.optimize
 
-import io.strata.log.{CommitResult, TableLog}
+import io.strata.log.{AddFile, CommitResult, CommittedVersion, PostCommitHook, RemoveFile, TableLog}
 import io.strata.table.{PartitionValues, TableSchema}
 import org.apache.spark.sql.SparkSession
 
@@ -34,6 +34,22 @@ object AutoCompaction {
   val MinNumFiles: Threshold = Threshold("minNumFiles", 50)
   val MinFileSize: Threshold = Threshold("minFileSize", 64L * 1024 * 1024)
   val MaxFileSize: Threshold = Threshold("maxFileSize", 128L * 1024 * 1024)
+
+  /**
+   * Auto-compaction as a write's post-commit hook, which the entry points (data source, catalog tables, DML) hand to
+   * their writes: it runs when the table's properties as committed enable it, on the partitions the commit added
+   * files to or removed files from.
+   */
+  object Hook extends PostCommitHook {
+    val name = "auto-compaction"
+    def run(commit: CommittedVersion): Unit = if (enabled(commit.metadata.configuration)) {
+      val touched = commit.actions.collect {
+        case a: AddFile => a.partitionValues
+        case r: RemoveFile => r.partitionValues.getOrElse(Map.empty)
+      }.distinct
+      afterCommit(commit.log, commit.result, touched)
+    }
+  }
 
   def enabled(tableProperties: Map[String, String]): Boolean =
     tableProperties.get(Property).map(_.trim.toLowerCase).exists(v => v == "true" || v == "auto" || v == "legacy")

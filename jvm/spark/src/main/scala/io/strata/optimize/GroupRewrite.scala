@@ -2,10 +2,9 @@ package io.strata.optimize
 
 import io.strata.log.{AddFile, Snapshot}
 import io.strata.read.SnapshotReader
-import io.strata.shim.{SparkInternals, ZOrder}
 import io.strata.table.{PartitionPaths, TableSchema}
 import io.strata.write.JobFiles
-import io.strata.write.v1.DirectCommitProtocol
+import io.strata.write.v1.{DirectCommitProtocol, SparkFileWriter}
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.types.StructType
@@ -29,10 +28,9 @@ final class RewrittenGroup(val group: OptimizeGroup, val added: Seq[AddFile], ta
 object GroupRewrite {
   def run(spark: SparkSession, snapshot: Snapshot, group: OptimizeGroup, targetFileSize: Long, zOrderBy: Seq[String],
           numIndexedCols: Int): RewrittenGroup = {
-    val session = SparkInternals.classic(spark)
     val table = TableSchema.of(snapshot.metadata)
     val dataColumns = table.schema.fields.map(_.name).filterNot(table.partitionColumns.contains)
-    val rows = session.baseRelationToDataFrame(SnapshotReader.relation(spark, snapshot, Some(group.files)))
+    val rows = spark.baseRelationToDataFrame(SnapshotReader.relation(spark, snapshot, Some(group.files)))
     val data = rows.select(dataColumns.map(c => rows.col("`" + c.replace("`", "``") + "`")).toIndexedSeq: _*)
     val laidOut = if (zOrderBy.isEmpty) data.coalesce(1) else {
       val numFiles = math.max(1L, math.min(Int.MaxValue.toLong, (group.bytes + targetFileSize - 1) / targetFileSize))
@@ -43,7 +41,7 @@ object GroupRewrite {
       Some(PartitionPaths.directory(table.partitionColumns.map(c => c -> group.partitionValues.getOrElse(c, None))))
     val jobFiles = new JobFiles(root)
     val committer = new DirectCommitProtocol(jobFiles, new StructType(), numIndexedCols, directory)
-    jobFiles.tagged(SparkInternals.writeFiles(laidOut, root, Nil, committer, Map("compression" -> "snappy")))
+    jobFiles.tagged(SparkFileWriter.write(laidOut, root, Nil, committer, Map("compression" -> "snappy")))
     val added = committer.addedFiles.map(_.copy(partitionValues = group.partitionValues, dataChange = false))
     new RewrittenGroup(group, added, root, jobFiles, committer.hadRerunTasks)
   }

@@ -4,7 +4,7 @@ import java.util.concurrent.{Callable, ExecutionException, Executors, Future, Th
 import java.util.concurrent.atomic.AtomicInteger
 
 import io.strata.log._
-import io.strata.shim.SparkInternals
+import io.strata.table.SqlPredicates
 import io.strata.write.DataFileStats
 import org.apache.spark.sql.SparkSession
 
@@ -213,12 +213,12 @@ object OptimizeSettings {
       case Some(w) =>
         if (parts.isEmpty) throw invalid("where", s"('$w') selects partitions, but the table is not partitioned",
           "no where argument: optimize the whole table")
-        val others = SparkInternals.referencedColumns(w).filterNot(c => parts.exists(_.equalsIgnoreCase(c)))
+        val others = SqlPredicates.referencedColumns(w).filterNot(c => parts.exists(_.equalsIgnoreCase(c)))
         if (others.nonEmpty) throw invalid("where", s"('$w') refers to ${others.mkString(", ")}, which " +
           (if (others.size == 1) "is not a partition column" else "are not partition columns"),
           s"a predicate over the partition columns only (${parts.mkString(", ")})")
-        (SparkInternals.partitionMatcher(spark, w, table.partitionSchema),
-          Seq(SparkInternals.predicateSql(spark, w, table.partitionSchema)))
+        (SqlPredicates.partitionMatcher(spark, w, table.partitionSchema),
+          Seq(SqlPredicates.predicateSql(spark, w, table.partitionSchema)))
     }
     val numIndexed = DataFileStats.numIndexedColumns(snapshot.metadata.configuration)
     val dataFields = table.schema.fields.filterNot(f => parts.contains(f.name))
@@ -230,7 +230,7 @@ object OptimizeSettings {
         "value of it, so ordering by it changes nothing)", s"data columns (${columns.filterNot(parts.contains)
         .mkString(", ")})")
       val field = table.schema(name)
-      if (!io.strata.shim.ZOrder.orderable(field.dataType)) throw invalid("zorder_by", s"names column '$name' of " +
+      if (!ZOrder.orderable(field.dataType)) throw invalid("zorder_by", s"names column '$name' of " +
         s"type ${field.dataType.sql}", "columns of atomic types (numbers, strings, dates, timestamps, booleans, binary)")
       val leaf = dataFields.takeWhile(_.name != name).map(f => leaves(f.dataType)).sum
       if (leaf >= numIndexed) throw invalid("zorder_by", s"names column '$name', which has no statistics (the " +

@@ -1,11 +1,11 @@
 package io.strata.procedures
 
-import io.strata.catalog.StrataV2Table
 import io.strata.log.{TableLog, TableNotFoundException}
-import io.strata.shim.{CatalogLookup, SparkInternals}
+import io.strata.read.SnapshotRead
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.TableCatalog
+import org.apache.spark.sql.strata.SparkInternals
 
 /**
  * The table a procedure works on, from its `table` argument: a path (`/data/t`, `s3a://b/t`, `` `/data/t` ``), a
@@ -38,8 +38,9 @@ object ProcedureTable {
     val (catalog, table) = CatalogLookup.loadTable(spark, parts)
     val display = (if (parts.size > 1 && parts.head == catalog) parts else catalog +: parts).mkString(".")
     table match {
-      case t: StrataV2Table =>
-        ProcedureTable(display, TableLog.forPath(t.snapshot.tablePath, SparkInternals.hadoopConf(spark, Map.empty)))
+      // A Strata catalog table (whichever catalog loaded it) carries the snapshot it read, and with it the path.
+      case t: SnapshotRead =>
+        ProcedureTable(display, TableLog.forPath(t.readTablePath, SparkInternals.hadoopConf(spark, Map.empty)))
       case t =>
         val props = t.properties()
         val provider = Option(props.get(TableCatalog.PROP_PROVIDER)).map(_.toLowerCase)

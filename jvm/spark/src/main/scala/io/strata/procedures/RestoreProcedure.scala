@@ -5,8 +5,8 @@ import java.time.format.DateTimeFormatter
 
 import io.strata.log.{InvalidTableOperationException, Operation, TableRestore}
 import io.strata.procedures.StrataProcedure.{optional, required}
-import io.strata.shim.SparkInternals
 import org.apache.spark.sql.{Row, SparkSession}
+import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.types._
 
 /**

@@ -3,10 +3,13 @@ package io.strata.read
 import io.strata.config.ReadOptions
 import io.strata.log.{AddFile, InvalidTableOperationException, Metadata, ProtocolSupport, Snapshot, TableLog,
   VacuumedFiles}
-import io.strata.shim.{FileColumn, IndexedFile, LogFileIndex, SparkInternals}
-import io.strata.table.TableSchema
+import io.strata.table.{CatalystValues, TableSchema}
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.execution.datasources.{FileIndex, HadoopFsRelation}
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.sources.BaseRelation
+import org.apache.spark.sql.strata.SparkInternals
+import org.apache.spark.sql.types.StructType
 
 /** Reads a snapshot through Spark's Parquet reader, with the log (never a directory listing) naming the files. */
 object SnapshotReader {
@@ -25,7 +28,7 @@ object SnapshotReader {
   def relation(spark: SparkSession, snapshot: Snapshot, only: Option[Seq[AddFile]] = None,
                timeTravel: Boolean = false): BaseRelation = {
     val table = TableSchema.of(snapshot.metadata)
-    SparkInternals.parquetRelation(spark, fileIndex(spark, snapshot, only, timeTravel), table.partitionSchema, table.schema,
+    parquetRelation(spark, fileIndex(spark, snapshot, only, timeTravel), table.partitionSchema, table.schema,
       Map.empty)
   }
 
@@ -51,7 +54,7 @@ object SnapshotReader {
     val zone = SparkInternals.sessionZone(spark)
     val indexed = files.map { f =>
       val path = Snapshot.absolutePath(tablePath, f.path)
-      val values = SparkInternals.partitionRow(partSchema, f.partitionValues, zone)
+      val values = CatalystValues.partitionRow(partSchema, f.partitionValues, zone)
       IndexedFile(path, f.size, f.modificationTime,
         if (withFileColumn) FileColumn.append(values, partSchema, path) else values, f.stats, f.deletionVector)
     }
@@ -60,8 +63,16 @@ object SnapshotReader {
       deletionVectors)
   }
 
+  /** A relation that reads the given files with Spark's vectorized Parquet reader (partition pruning included). */
+  private def parquetRelation(spark: SparkSession, index: FileIndex, partitionSchema: StructType,
+                              dataSchema: StructType, options: Map[String, String]): BaseRelation =
+    HadoopFsRelation(index, partitionSchema, dataSchema, None, index match {
+      case l: LogFileIndex if l.hasDeletionVectors => new DeletionVectorParquetFormat(l.readTablePath.toString)
+      case _ => new ParquetFileFormat
+    }, options)(spark)
+
   private[read] def parseTimestampMillis(spark: SparkSession, ts: String, option: String = "timestampAsOf"): Long = {
-    val micros = SparkInternals.tryCast(ts, org.apache.spark.sql.types.TimestampType,
+    val micros = CatalystValues.tryCast(ts, org.apache.spark.sql.types.TimestampType,
       SparkInternals.sessionTimeZone(spark))
     if (micros == null) throw new InvalidTableOperationException(
       s"Option $option has invalid value '$ts': it must be a timestamp such as '2026-01-31 12:00:00'.")

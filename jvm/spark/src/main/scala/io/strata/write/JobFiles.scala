@@ -3,7 +3,6 @@ package io.strata.write
 import java.util.UUID
 
 import io.strata.log.AddFile
-import io.strata.shim.JobTasks
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 

@@ -3,6 +3,9 @@ package io.strata.write
 import java.nio.charset.StandardCharsets
 import java.util.UUID
 
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.execution.streaming.runtime.{MicroBatchExecution, StreamExecution}
+
 /**
  * One micro-batch of a streaming write into a table. Its commit carries the application transaction (`appId`,
  * version `batchId`), so a replayed batch is recognized inside the commit's conflict check. `sweepEarlierAttempts`:
@@ -20,6 +23,20 @@ final case class StreamingBatch(appId: String, batchId: Long, queryId: String, o
 }
 
 object StreamingBatch {
+  /**
+   * On the thread running a streaming query's micro-batch: its batch id (a local property Spark sets before it plans
+   * the batch). None elsewhere, and in continuous processing.
+   */
+  def runningBatchId(spark: SparkSession): Option[Long] = {
+    val sc = spark.sparkContext
+    val continuous = Option(sc.getLocalProperty(StreamExecution.IS_CONTINUOUS_PROCESSING)).contains("true")
+    if (continuous) None else Option(sc.getLocalProperty(MicroBatchExecution.BATCH_ID_KEY)).flatMap(_.toLongOption)
+  }
+
+  /** On a streaming query's thread: the query's id (stable across restarts from the same checkpoint). */
+  def runningQueryId(spark: SparkSession): Option[String] =
+    Option(spark.sparkContext.getLocalProperty(StreamExecution.QUERY_ID_KEY))
+
   /** The first 18 characters of the job token of every attempt of (`appId`, `version`). */
   def tokenPrefix(appId: String, version: Long): String =
     UUID.nameUUIDFromBytes(s"$appId\u0000$version".getBytes(StandardCharsets.UTF_8)).toString.take(18)

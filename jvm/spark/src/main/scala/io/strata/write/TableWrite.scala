@@ -4,9 +4,10 @@ import java.util.UUID
 
 import io.strata.config.WriteOptions
 import io.strata.log._
-import io.strata.shim.{InputRead, PartitionSetPredicate, SparkInternals}
-import io.strata.table.TableSchema
+import io.strata.table.{PartitionSetPredicate, TableSchema}
 import io.strata.table.TableSchema.ColumnFeed
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.types.StructType
 
 /** How a write changes the table; both write paths speak this. */
@@ -44,9 +45,14 @@ final class TableWrite private (
     val feeds: Seq[ColumnFeed],
     val mode: WriteMode,
     val options: WriteOptions,
+    /** What runs once the commit landed (auto-compaction), chosen by the entry point that started the write. */
+    postCommit: PostCommitHook,
     operationName: String = "WRITE",
     /** Some(createOnly) when this write (re)defines the table: CTAS (true), RTAS, a new path table, overwriteSchema. */
     definition: Option[Boolean] = None) {
+
+  // Runs after the log core's own hooks (checkpoint, log cleanup), once the commit has landed; never fails it.
+  txn.registerPostCommitHook(postCommit)
 
   private var replaced: Option[(Seq[AddFile], FilePredicate)] = None
   private var rowLevelRead: Option[RowLevelRead] = None
@@ -94,16 +100,8 @@ final class TableWrite private (
   def commit(added: Seq[AddFile], rowCounts: Map[String, Long] = Map.empty,
              rowLevelParams: Map[String, String] = Map.empty): CommitResult = {
     TestHooks.reached(TestHooks.BeforeCommit)
-    val result = commitFiles(added, rowCounts, rowLevelParams)
-    afterCommit(result, added ++ rowLevelRead.map(_.files).getOrElse(replaced.map(_._1).getOrElse(Nil)))
-    result
+    commitFiles(added, rowCounts, rowLevelParams)
   }
-
-  /** Auto-compaction of the partitions a commit touched (`delta.autoOptimize.autoCompact`); never fails the write. */
-  private def afterCommit(result: CommitResult, touched: Seq[AddFile]): Unit =
-    if (txn.metadata.exists(m => io.strata.optimize.AutoCompaction.enabled(m.configuration))) {
-      io.strata.optimize.AutoCompaction.afterCommit(log, result, touched.map(_.partitionValues).distinct)
-    }
 
   private def commitFiles(added: Seq[AddFile], rowCounts: Map[String, Long],
                           rowLevelParams: Map[String, String]): CommitResult = {
@@ -148,12 +146,7 @@ final class TableWrite private (
 
   /** Commits an operation the caller built (merge-on-read row changes), with this write's application version. */
   def commitOperation(op: TableOperation, operation: Operation): CommitResult = {
-    val result = txn.commit(op, appTransaction(System.currentTimeMillis()).toSeq, operation)
-    afterCommit(result, op.added ++ (op match {
-      case d: TableOperation.DeleteRows => d.changed.map(_._1)
-      case _ => Nil
-    }))
-    result
+    txn.commit(op, appTransaction(System.currentTimeMillis()).toSeq, operation)
   }
 
   /** The `txn` action of an idempotent write (write options txnAppId / txnVersion). */
@@ -168,7 +161,7 @@ final class TableWrite private (
     case (None, WriteMode.Overwrite) => TableOperation.OverwriteByFilter(FilePredicate.WholeTable, currentFiles, added)
     case (None, WriteMode.DynamicOverwrite) =>
       val written = new PartitionSetPredicate(schema.partitionSchema, added.map(_.partitionValues),
-        SparkInternals.sessionZone(SparkInternals.activeSession))
+        SparkInternals.sessionZone(SparkSession.active))
       TableOperation.OverwriteByFilter(written, currentFiles.filter(f => written.contains(f.partitionValues)), added)
     case (None, WriteMode.ReplaceWhere(p)) =>
       val (files, scope) = replaced.getOrElse(throw new IllegalStateException(s"replaceWhere '$p': files not chosen"))
@@ -190,7 +183,7 @@ object TableWrite {
    * commit fails unless no version of the table exists, even one created while the query ran.
    */
   def define(log: TableLog, dataSchema: StructType, definition: TableDefinition, operationName: String,
-             options: WriteOptions, createOnly: Boolean): TableWrite = {
+             options: WriteOptions, createOnly: Boolean, postCommit: PostCommitHook): TableWrite = {
     val txn = log.startTransaction()
     if (createOnly) txn.requireNoTable()
     txn.readSnapshot.foreach(s => ProtocolSupport.checkWritable(s.protocol, s.metadata, log.tablePath.toString))
@@ -203,14 +196,14 @@ object TableWrite {
     val matched = TableSchema.matchColumns(definition.schema, dataSchema, log.tablePath.toString)
     val mode = if (txn.readSnapshot.isDefined) WriteMode.Overwrite else WriteMode.Append
     new TableWrite(log, txn, TableSchema(definition.schema, definition.partitionColumns), matched.feeds, mode,
-      options, operationName, Some(createOnly))
+      options, postCommit, operationName, Some(createOnly))
   }
 
   /**
    * Starts a write of data with schema `dataSchema` into the table at `log`, from `base` when the caller already
    * loaded the table (Some(None): it found no table), else from the latest version.
    */
-  def begin(log: TableLog, dataSchema: StructType, mode: WriteMode, options: WriteOptions,
+  def begin(log: TableLog, dataSchema: StructType, mode: WriteMode, options: WriteOptions, postCommit: PostCommitHook,
             base: Option[Option[Snapshot]] = None): TableWrite = {
     val txn = base.map(log.startTransaction).getOrElse(log.startTransaction())
     val name = log.tablePath.toString
@@ -232,7 +225,7 @@ object TableWrite {
         val matched = TableSchema.matchColumns(table.schema, dataSchema, name, merge = options.mergeSchema)
         matched.newSchema.foreach { s => txn.updateMetadata(snapshot.metadata.copy(schemaString = s.json)) }
         new TableWrite(log, txn, TableSchema(matched.newSchema.getOrElse(table.schema), table.partitionColumns),
-          matched.feeds, mode, options)
+          matched.feeds, mode, options, postCommit)
       case existing =>
         // A new table, or a whole-table replacement with overwriteSchema: the data defines schema and partitioning.
         existing.foreach(s => ProtocolSupport.checkWritable(s.protocol, s.metadata, name))
@@ -247,7 +240,8 @@ object TableWrite {
         txn.updateMetadata(base.copy(schemaString = schema.json, partitionColumns = partCols,
           configuration = configuration))
         new TableWrite(log, txn, TableSchema(schema, partCols),
-          schema.fields.toSeq.map(f => ColumnFeed(f, f.name, cast = false)), mode, options, definition = Some(false))
+          schema.fields.toSeq.map(f => ColumnFeed(f, f.name, cast = false)), mode, options, postCommit,
+          definition = Some(false))
     }
   }
 

@@ -3,7 +3,6 @@ package io.strata.write
 import java.nio.charset.StandardCharsets
 import java.nio.file.{Files, Paths, StandardCopyOption}
 
-import io.strata.shim.SparkInternals
 import org.apache.spark.sql.SparkSession
 
 /**
@@ -21,7 +20,7 @@ object TestHooks {
 
   def reached(point: String): Unit = SparkSession.getActiveSession.foreach { spark =>
     spark.conf.getOption(PauseAtKey).filter(_.nonEmpty).foreach { at =>
-      if (SparkInternals.microBatchId(spark).exists(b => at == s"$point@$b")) {
+      if (StreamingBatch.runningBatchId(spark).exists(b => at == s"$point@$b")) {
         val marker = Paths.get(spark.conf.get(PauseMarkerKey))
         val tmp = marker.resolveSibling(s".${marker.getFileName}.tmp")
         Files.write(tmp, s"$at ${ProcessHandle.current().pid()}\n".getBytes(StandardCharsets.UTF_8))

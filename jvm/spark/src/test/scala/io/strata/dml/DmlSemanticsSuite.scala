@@ -5,6 +5,7 @@ import org.apache.spark.sql.Row
 import org.apache.spark.sql.connector.catalog.{Identifier, SupportsDeleteV2, SupportsRowLevelOperations, TableCatalog}
 import org.apache.spark.sql.connector.expressions.filter.{AlwaysTrue, Predicate}
 import org.apache.spark.sql.connector.write.{RowLevelOperation, RowLevelOperationInfo}
+import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -54,7 +55,7 @@ class DmlSemanticsSuite extends AnyFunSuite with DmlTestSupport {
     Seq((1L, "s", "a")).toDF("id", "v", "p").createOrReplaceTempView("tt_src")
     spark.sql(s"DELETE FROM $t WHERE id = 4")
     val Array(_, ns, name) = t.split('.')
-    val catalog = spark.sessionState.catalogManager.catalog("strata").asInstanceOf[TableCatalog]
+    val catalog = SparkInternals.catalogManager(spark).catalog("strata").asInstanceOf[TableCatalog]
     val old = catalog.loadTable(Identifier.of(Array(ns), name), "1")
     def info(c: RowLevelOperation.Command) = new RowLevelOperationInfo {
       override def options(): CaseInsensitiveStringMap = CaseInsensitiveStringMap.empty()

@@ -3,7 +3,6 @@ package io.strata.table
 import java.time.{Instant, LocalDate, LocalDateTime, ZoneId, ZoneOffset}
 
 import io.strata.SparkTestSession
-import io.strata.shim.SparkInternals
 import org.apache.spark.sql.types._
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -17,12 +16,12 @@ class PartitionValuesSuite extends AnyFunSuite with SparkTestSession {
 
   /** What Strata's scan makes of a log value in a session in `zone` (the file index's partition row). */
   private def strataReads(value: String, dataType: DataType, zone: ZoneId = ZoneOffset.UTC): Any =
-    SparkInternals.partitionRow(StructType(Seq(StructField("p", dataType))), Map("p" -> Some(value)), zone)
+    CatalystValues.partitionRow(StructType(Seq(StructField("p", dataType))), Map("p" -> Some(value)), zone)
       .get(0, dataType)
 
   /** What delta-spark makes of a log value in a session in `zone`: Spark's cast of the string in that zone. */
   private def deltaSparkReads(value: String, dataType: DataType, zone: ZoneId): Any =
-    SparkInternals.castPartitionValue(value, dataType, zone.getId)
+    CatalystValues.cast(value, dataType, zone.getId)
 
   test("dates: yyyy-MM-dd before 1970, around the epoch, far in the future; Spark reads them back") {
     val days = Seq(LocalDate.of(1, 1, 1), LocalDate.of(1582, 10, 4), LocalDate.of(1900, 2, 28), LocalDate.of(1969, 12, 31),

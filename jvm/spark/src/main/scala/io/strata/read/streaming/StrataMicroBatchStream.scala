@@ -1,16 +1,17 @@
 package io.strata.read.streaming
 
+import java.util.Optional
+
 import io.strata.config.StreamReadOptions
 import io.strata.log.{AddFile, Metadata, TableLog}
 import io.strata.read.SnapshotReader
-import io.strata.shim.{SparkInternals, StreamScans}
 import io.strata.table.TableSchema
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
 import org.apache.spark.sql.connector.read.streaming.{CompositeReadLimit, MicroBatchStream, Offset, ReadAllAvailable,
   ReadLimit, ReadMaxFiles, ReportsSourceMetrics, SupportsAdmissionControl, SupportsTriggerAvailableNow}
 import org.apache.spark.sql.types.StructType
 
-import java.util.Optional
 import scala.jdk.CollectionConverters._
 
 /** A micro-batch may take at most this many bytes of files (option maxBytesPerTrigger; at least one file). */
@@ -42,9 +43,9 @@ final class StrataMicroBatchStream(log: TableLog, tableName: String, metadata: M
   @volatile private var resolvedStart: Option[SourceOffset] = None
 
   private def index(files: Seq[AddFile], version: Long, deletionVectors: Boolean) = SnapshotReader.filesIndex(
-    SparkInternals.activeSession, log.tablePath, metadata, version, files, deletionVectors)
+    SparkSession.active, log.tablePath, metadata, version, files, deletionVectors)
 
-  private lazy val readerFactory: PartitionReaderFactory = StreamScans.readerFactory(SparkInternals.activeSession,
+  private lazy val readerFactory: PartitionReaderFactory = StreamScans.readerFactory(SparkSession.active,
     dv => index(Nil, -1L, dv), schema, dataSchema)
 
   override def initialOffset(): Offset = synchronized {
@@ -89,7 +90,7 @@ final class StrataMicroBatchStream(log: TableLog, tableName: String, metadata: M
     val to = offset(end)
     val files = appends.filesBetween(offset(start), to)
     lastBatch = Some(files.size -> files.iterator.map(_.size).sum)
-    if (files.isEmpty) Array.empty else StreamScans.partitions(SparkInternals.activeSession,
+    if (files.isEmpty) Array.empty else StreamScans.partitions(SparkSession.active,
       index(files, to.version, files.exists(_.deletionVector.isDefined)), schema, dataSchema)
   }
 

@@ -3,11 +3,12 @@ package io.strata.read.streaming
 import io.strata.config.{StartingVersion, StreamReadOptions}
 import io.strata.log.{InvalidTableOperationException, ProtocolSupport, TableLog}
 import io.strata.read.SnapshotReader
-import io.strata.shim.SparkInternals
 import io.strata.table.TableSchema
 import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.{Batch, Scan}
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
+import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
@@ -25,7 +26,7 @@ final class StrataStreamScan(tablePath: Path, tableName: String, schema: StructT
   override def toBatch: Batch = batch.map(_().toBatch).getOrElse(super.toBatch)
 
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
-    val spark = SparkInternals.activeSession
+    val spark = SparkSession.active
     val parsed = StreamReadOptions.parse(options.asCaseSensitiveMap().asScala.toMap)
     val log = TableLog.forPath(tablePath, SparkInternals.hadoopConf(spark, Map.empty))
     val snapshot = log.snapshot()

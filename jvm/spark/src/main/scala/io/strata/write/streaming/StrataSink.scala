@@ -1,15 +1,14 @@
 package io.strata.write.streaming
 
-import io.strata.StrataDataSource
 import io.strata.config.WriteOptions
-import io.strata.log.TableLog
-import io.strata.shim.SparkInternals
-import io.strata.write.{StreamingBatch, TestHooks, WriteMode}
+import io.strata.log.{PostCommitHook, TableLog}
+import io.strata.write.{ForeignFiles, StreamingBatch, TestHooks, WriteMode}
 import io.strata.write.v1.V1TableWriter
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.connector.read.streaming.ReportsSinkMetrics
 import org.apache.spark.sql.execution.streaming.Sink
+import org.apache.spark.sql.strata.SparkInternals
 
 /**
  * The streaming sink of path tables (`writeStream.format("strata").start(path)`, and session-catalog tables that
@@ -18,13 +17,13 @@ import org.apache.spark.sql.execution.streaming.Sink
  * transaction (appId = option txnAppId, else the query id; version = the batch id). A batch the table already holds
  * is skipped before any file is written, and a concurrent commit of it is caught inside the commit's conflict check.
  */
-final class StrataSink(tablePath: String, options: WriteOptions, mode: WriteMode) extends Sink
+final class StrataSink(tablePath: String, options: WriteOptions, mode: WriteMode, postCommit: PostCommitHook) extends Sink
     with ReportsSinkMetrics {
   private val progress = new SinkProgress
 
   override def addBatch(batchId: Long, data: DataFrame): Unit = {
     val spark = data.sparkSession
-    val queryId = SparkInternals.streamingQueryId(spark).getOrElse(throw new IllegalStateException(
+    val queryId = StreamingBatch.runningQueryId(spark).getOrElse(throw new IllegalStateException(
       s"$this: addBatch outside a streaming query"))
     val appId = options.txnAppId.getOrElse(queryId)
     val log = TableLog.forPath(new Path(tablePath), SparkInternals.hadoopConf(spark, Map.empty))
@@ -32,9 +31,9 @@ final class StrataSink(tablePath: String, options: WriteOptions, mode: WriteMode
     val batch = StreamingBatch(appId, batchId, queryId, StreamingWrites.outputModeName(mode),
       sweepEarlierAttempts = progress.firstCommitOfRun)
     // A first batch that died before its commit left its files where the table is to be: those are not foreign.
-    if (base.isEmpty) StrataDataSource.refuseForeignFiles(log, batch.jobFiles(tablePath).isAttemptFile)
+    if (base.isEmpty) ForeignFiles.refuse(log, batch.jobFiles(tablePath).isAttemptFile)
     val result = V1TableWriter.write(log, data, mode,
-      options.copy(txnAppId = Some(appId), txnVersion = Some(batchId)), base, Some(batch))
+      options.copy(txnAppId = Some(appId), txnVersion = Some(batchId)), base, postCommit, Some(batch))
     progress.record(batchId, result)
     TestHooks.reached(TestHooks.AfterCommit)
   }

@@ -2,7 +2,7 @@ package io.strata.write.v1
 
 import io.strata.log.AddFile
 import io.strata.table.{PartitionPaths, PartitionValues}
-import io.strata.write.{DataFiles, JobFiles, TaskFiles}
+import io.strata.write.{DataFiles, JobFiles, TaskFiles, WriteFaults}
 import org.apache.hadoop.fs.Path
 import org.apache.hadoop.mapreduce.{JobContext, TaskAttemptContext}
 import org.apache.spark.internal.io.{FileCommitProtocol, FileNameSpec}
@@ -18,7 +18,7 @@ import scala.util.control.NonFatal
  * add actions to the log. A task's commit returns its files with partition values, size and statistics read from
  * the Parquet footer; an aborted task or job deletes what it wrote, including files of tasks that committed after
  * the job had already failed (see [[JobFiles]]). Partition values come from the directory names Spark's writer
- * makes, which [[io.strata.shim.SparkInternals.writeFiles]] has it render in UTC: one name per instant.
+ * makes, which [[SparkFileWriter.write]] has it render in UTC: one name per instant.
  */
 final class DirectCommitProtocol(
     files: JobFiles,
@@ -71,8 +71,8 @@ final class DirectCommitProtocol(
     val dataFiles = new DataFiles(tableRoot, conf, numIndexedCols)
     val adds = taskFiles.toSeq.flatMap(relative => dataFiles.finish(relative, partitionValues(relative)))
     // Last, so that the time between the authorization and the driver hearing of this task stays as short as it can.
-    io.strata.shim.SparkInternals.authorizeTaskCommit(taskContext)
-    io.strata.shim.WriteFaults.afterCommitAuthorized(conf)
+    DirectCommitProtocol.authorizeTaskCommit(taskContext)
+    WriteFaults.afterCommitAuthorized(conf)
     new TaskCommitMessage(TaskFiles(adds, JobFiles.isRerun))
   }
 
@@ -116,6 +116,25 @@ final class DirectCommitProtocol(
 
 object DirectCommitProtocol {
   private val CountedSuffix = """^[.-]c(\d{3})(\..*)$""".r
+
+  /**
+   * Asks Spark's output commit coordinator whether this task attempt may commit; throws CommitDeniedException when
+   * another attempt of the same partition (a retry or speculative copy) already did. The caller's task then fails
+   * and aborts, deleting its files, so exactly one attempt's files reach the job commit.
+   */
+  private def authorizeTaskCommit(ctx: TaskAttemptContext): Unit = {
+    val task = org.apache.spark.TaskContext.get()
+    if (task != null) {
+      val coordinatorOnly = new org.apache.hadoop.mapreduce.OutputCommitter {
+        override def setupJob(c: JobContext): Unit = ()
+        override def setupTask(c: TaskAttemptContext): Unit = ()
+        override def needsTaskCommit(c: TaskAttemptContext): Boolean = true
+        override def commitTask(c: TaskAttemptContext): Unit = ()
+        override def abortTask(c: TaskAttemptContext): Unit = ()
+      }
+      org.apache.spark.mapred.SparkHadoopMapRedUtil.commitTask(coordinatorOnly, ctx, task.stageId(), task.partitionId())
+    }
+  }
 
   /** Best-effort removal of files that never reached the log (readers never see them either way). */
   def deleteFiles(tableRoot: String, files: Seq[AddFile], conf: org.apache.hadoop.conf.Configuration): Unit =

@@ -1,12 +1,12 @@
 package io.strata.write.v1
 
-import io.strata.log.{AddFile, CheckConstraints, CommitResult, FilePredicate, StrataException, TableLog}
-import io.strata.read.SnapshotReader
-import io.strata.shim.{InputReads, SparkInternals}
-import io.strata.write.{JobFiles, ReplaceWhereFiles, StreamingBatch, TableWrite, WriteMode}
 import io.strata.config.WriteOptions
+import io.strata.log.{AddFile, CheckConstraints, CommitResult, FilePredicate, PostCommitHook, StrataException, TableLog}
+import io.strata.read.SnapshotReader
+import io.strata.table.SqlPredicates
+import io.strata.write.{InputReads, JobFiles, ReplaceWhereFiles, StreamingBatch, TableWrite, WriteMode}
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.{Column, DataFrame}
+import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 import org.apache.spark.sql.functions.{coalesce, col, concat, concat_ws, expr, lit, not, raise_error, when}
 
 /**
@@ -20,17 +20,19 @@ object V1TableWriter {
   /**
    * Writes `data` into the table, starting from `base` (the table as the caller loaded it; None: no table). None when
    * the write's application version (txnAppId / txnVersion) was already committed: nothing was written then.
+   * `postCommit`: what runs once the commit landed (the caller's: auto-compaction).
    * `batch`: `data` is a streaming micro-batch (its options carry the batch's application transaction); its rows
    * are computed once, by the incremental plan Spark prepared for the batch.
    */
   def write(log: TableLog, data: DataFrame, mode: WriteMode, options: WriteOptions,
-            base: Option[io.strata.log.Snapshot], batch: Option[StreamingBatch] = None): Option[CommitResult] = {
-    val write = TableWrite.begin(log, data.schema, mode, options, Some(base))
+            base: Option[io.strata.log.Snapshot], postCommit: PostCommitHook,
+            batch: Option[StreamingBatch] = None): Option[CommitResult] = {
+    val write = TableWrite.begin(log, data.schema, mode, options, postCommit, Some(base))
     if (write.alreadyCommitted) return None
     batch.foreach(write.forStreamingBatch)
     write.readInput(InputReads.ofDataFrame(data, log.tablePath, write.schema))
     val spark = data.sparkSession
-    val newRows = aligned(write, if (batch.isDefined) SparkInternals.microBatchRows(data) else data, log)
+    val newRows = aligned(write, if (batch.isDefined) MicroBatchRelation.rows(data) else data, log)
     val toWrite = mode match {
       case WriteMode.ReplaceWhere(predicate) => newRows.unionByName(replaceWhere(write, predicate, log))
       case _ => newRows
@@ -41,7 +43,7 @@ object V1TableWriter {
     val writerOptions = Map("compression" -> options.compression) ++
       options.maxRecordsPerFile.map(n => "maxRecordsPerFile" -> n.toString)
     val distributed = if (optimizeWrite(write, options)) OptimizedWrite(toWrite, write.schema.partitionColumns) else toWrite
-    jobFiles.tagged(SparkInternals.writeFiles(distributed, root, write.schema.partitionColumns, committer, writerOptions))
+    jobFiles.tagged(SparkFileWriter.write(distributed, root, write.schema.partitionColumns, committer, writerOptions))
     val files = committer.addedFiles
     if (spark.conf.getOption(HaltBeforeCommitKey).contains("true")) Runtime.getRuntime.halt(86)
     val result = try write.commit(files) catch {
@@ -71,7 +73,7 @@ object V1TableWriter {
    */
   private def aligned(write: TableWrite, data: DataFrame, log: TableLog): DataFrame = {
     val constraints = write.txn.metadata.toSeq.flatMap(CheckConstraints.of).map { c =>
-      val values = SparkInternals.referencedColumns(c.predicate).distinct.map { r =>
+      val values = SqlPredicates.referencedColumns(c.predicate).distinct.map { r =>
         concat(lit(s"$r = "), coalesce(col(r).cast("string"), lit("null")))
       }
       (not(coalesce(expr(c.predicate), lit(false))),
@@ -114,7 +116,7 @@ object V1TableWriter {
    * columns removes the files holding matching rows and rewrites their other rows (returned, to be written too).
    */
   private def replaceWhere(write: TableWrite, predicate: String, log: TableLog): DataFrame = {
-    val spark = SparkInternals.activeSession
+    val spark = SparkSession.active
     val empty = spark.createDataFrame(spark.sparkContext.emptyRDD[org.apache.spark.sql.Row], write.schema.schema)
     write.txn.readSnapshot match {
       case None =>

@@ -1,8 +1,7 @@
 package io.strata.write.v2
 
 import io.strata.log.AddFile
-import io.strata.shim.{ParquetFiles, PartitionSplitter, RowChecks}
-import io.strata.write.{DataFiles, JobFiles}
+import io.strata.write.{DataFiles, JobFiles, ParquetFiles, PartitionSplitter, RowChecks, WriteFaults}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
@@ -60,7 +59,7 @@ final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: 
   private var rowsWithoutFile = 0L
 
   /**
-   * A row of a copy-on-write operation with its metadata ([[io.strata.shim.FileColumn]]): the file it was read from,
+   * A row of a copy-on-write operation with its metadata ([[io.strata.read.FileColumn]]): the file it was read from,
    * or null for a row an UPDATE changed (the column is not preserved on update).
    */
   override def write(metadata: InternalRow, row: InternalRow): Unit = {
@@ -124,7 +123,7 @@ final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: 
     open.keySet.toArray.foreach(k => close(k.asInstanceOf[InternalRow]))
     val dataFiles = new DataFiles(tableRoot, files.hadoopConf, numIndexedCols)
     val adds: Seq[AddFile] = finished.toSeq.flatMap { case (relative, values) => dataFiles.finish(relative, values) }
-    io.strata.shim.WriteFaults.afterCommitAuthorized(files.hadoopConf) // Spark authorized this commit already
+    WriteFaults.afterCommitAuthorized(files.hadoopConf) // Spark authorized this commit already
     StrataTaskCommit(adds, JobFiles.isRerun, rowsWithoutFile)
   }
 

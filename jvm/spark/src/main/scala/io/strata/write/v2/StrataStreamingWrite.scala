@@ -1,14 +1,13 @@
 package io.strata.write.v2
 
-import io.strata.log.TableLog
-import io.strata.shim.{RowAlignment, SparkInternals}
-import io.strata.write.{StreamingBatch, TableWrite, TestHooks, WriteMode}
+import io.strata.log.{PostCommitHook, TableLog}
+import io.strata.write.{RowAlignment, StreamingBatch, TableWrite, TestHooks, WriteMode}
 import io.strata.write.streaming.{SinkProgress, StreamingWrites}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
-import org.apache.spark.sql.connector.write._
 import org.apache.spark.sql.connector.write.streaming.{StreamingDataWriterFactory, StreamingWrite}
+import org.apache.spark.sql.connector.write._
 
 import scala.jdk.CollectionConverters._
 
@@ -19,7 +18,8 @@ import scala.jdk.CollectionConverters._
  * mode complete: the batch's rows replace all rows of the table in the same commit. The rows are clustered by
  * partition columns like a batch write ([[StrataWrite]]'s distribution) and written by the same task writers.
  */
-final class StrataStreamingWriteBuilder(log: TableLog, info: LogicalWriteInfo, progress: SinkProgress)
+final class StrataStreamingWriteBuilder(log: TableLog, info: LogicalWriteInfo, progress: SinkProgress,
+                                        postCommit: PostCommitHook)
     extends WriteBuilder with SupportsTruncate {
   private var mode: WriteMode = WriteMode.Append
 
@@ -28,15 +28,15 @@ final class StrataStreamingWriteBuilder(log: TableLog, info: LogicalWriteInfo, p
   override def build(): Write = {
     val spark = SparkSession.active
     val options = StreamingWrites.parse(info.options().asCaseSensitiveMap().asScala.toMap, catalog = true)
-    val batchId = SparkInternals.microBatchId(spark).getOrElse(
+    val batchId = StreamingBatch.runningBatchId(spark).getOrElse(
       throw StreamingWrites.continuousRefused(log.tablePath.toString))
     val appId = options.txnAppId.getOrElse(info.queryId())
     val write = TableWrite.begin(log, info.schema(), mode,
-      options.copy(txnAppId = Some(appId), txnVersion = Some(batchId)))
+      options.copy(txnAppId = Some(appId), txnVersion = Some(batchId)), postCommit)
     val batch = StreamingBatch(appId, batchId, info.queryId(), StreamingWrites.outputModeName(mode),
       sweepEarlierAttempts = progress.firstCommitOfRun)
     write.forStreamingBatch(batch)
-    new StrataWrite(log, info, write, () => (), Some((batch, progress)))
+    new StrataWrite(log, info, write, () => (), streaming = Some((batch, progress)))
   }
 }
 

@@ -1,8 +1,8 @@
 package io.strata.write.v2
 
 import io.strata.config.{StrataOptions, WriteOptions}
-import io.strata.log.{InvalidTableOperationException, Snapshot, TableLog}
-import io.strata.shim.V2PredicateSql
+import io.strata.log.{InvalidTableOperationException, PostCommitHook, Snapshot, TableLog}
+import io.strata.table.V2PredicateSql
 import io.strata.write.{ReplaceWhereFiles, TableWrite, WriteMode}
 import org.apache.spark.sql.connector.expressions.filter.Predicate
 import org.apache.spark.sql.connector.write._
@@ -13,7 +13,8 @@ import scala.jdk.CollectionConverters._
  * DataSource V2 write builder of a Strata table: append by default; `truncate` (INSERT OVERWRITE / overwrite all),
  * `overwrite(predicates)` (static partition overwrite, overwrite by filter) and `overwriteDynamicPartitions`.
  */
-final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo, base: Snapshot) extends WriteBuilder
+final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo, base: Snapshot, postCommit: PostCommitHook)
+    extends WriteBuilder
     with SupportsOverwriteV2 with SupportsDynamicOverwrite {
   private var mode: WriteMode = WriteMode.Append
   // Spark's stream writer options reach here only from a continuous query, refused by StrataWrite.toStreaming.
@@ -46,7 +47,8 @@ final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo, base: Snap
       throw new InvalidTableOperationException("Options replaceWhere and partitionOverwriteMode belong to path " +
         "writes; for catalog tables use INSERT OVERWRITE ... PARTITION, overwrite(condition) or overwritePartitions().")
     }
-    new StrataWrite(log, info, TableWrite.begin(log, info.schema(), mode, options, Some(Some(base))), () => ())
+    new StrataWrite(log, info, TableWrite.begin(log, info.schema(), mode, options, postCommit, Some(Some(base))),
+      () => ())
   }
 
   /** A V2 predicate as SQL with exact literals ([[canOverwrite]] accepted only predicates that render). */

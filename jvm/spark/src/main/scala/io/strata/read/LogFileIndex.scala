@@ -1,0 +1,87 @@
+package io.strata.read
+
+import io.strata.log.DeletionVectorDescriptor
+import io.strata.table.StatsSkipping
+import org.apache.hadoop.fs.{FileStatus, Path}
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.execution.datasources._
+import org.apache.spark.sql.types.StructType
+
+import scala.collection.mutable
+
+/** One live data file of a snapshot, as the file index needs it (`stats`: the add action's statistics JSON). */
+final case class IndexedFile(path: Path, size: Long, modificationTime: Long, partitionValues: InternalRow,
+                             stats: Option[String] = None, deletionVector: Option[DeletionVectorDescriptor] = None)
+
+/**
+ * `hasDeletionVectors`: some file of the snapshot (not only of `files`) has a deletion vector, so every scan of the
+ * snapshot reads row indexes and drops deleted rows (all scans of one snapshot then agree on their columns).
+ *
+ * A file index over the files a snapshot lists (never over a directory listing): Spark's Parquet scans prune
+ * partitions through it. One instance serves one snapshot.
+ */
+final class LogFileIndex(
+    spark: SparkSession,
+    root: Path,
+    files: Seq[IndexedFile],
+    tableSchema: StructType,
+    override val partitionSchema: StructType,
+    options: Map[String, String],
+    override val readVersion: Long,
+    override val timeTravel: Boolean,
+    val hasDeletionVectors: Boolean)
+  extends PartitioningAwareFileIndex(spark, options, None) with SnapshotRead {
+  override def readTablePath: Path = root
+
+  private def status(f: IndexedFile) = new FileStatus(f.size, false, 1, 128L * 1024 * 1024, f.modificationTime, f.path)
+
+  /** A file as a scan sees it: its deletion vector rides along to the reader ([[DeletionVectorReads]]). */
+  private def scanned(f: IndexedFile) = FileStatusWithMetadata(status(f),
+    f.deletionVector.fold(Map.empty[String, Any])(dv => Map(DeletionVectorReads.MetadataKey -> dv)))
+
+  private lazy val byPartition: Seq[(InternalRow, Seq[IndexedFile])] =
+    files.groupBy(_.partitionValues).toSeq
+
+  override def rootPaths: Seq[Path] = Seq(root)
+
+  override def partitionSpec(): PartitionSpec =
+    if (partitionSchema.isEmpty) PartitionSpec.emptySpec
+    else PartitionSpec(partitionSchema, byPartition.map { case (values, fs) => PartitionPath(values, fs.head.path.getParent) })
+
+  override protected lazy val leafFiles: mutable.LinkedHashMap[Path, FileStatus] =
+    mutable.LinkedHashMap(files.map(f => f.path -> status(f)): _*)
+
+  override protected lazy val leafDirToChildrenFiles: Map[Path, Array[FileStatus]] =
+    files.groupBy(_.path.getParent).map { case (dir, fs) => dir -> fs.map(status).toArray }
+
+  /**
+   * The files a scan reads: partitions pruned by their log values (not by directory names, so files of one partition
+   * may live anywhere), then files skipped by their statistics ([[StatsSkipping]]).
+   */
+  override def listFiles(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Seq[PartitionDirectory] = {
+    val partitions = if (partitionFilters.isEmpty || partitionSchema.isEmpty) byPartition else {
+      val bound = partitionFilters.reduce(org.apache.spark.sql.catalyst.expressions.And).transform {
+        case a: org.apache.spark.sql.catalyst.expressions.AttributeReference =>
+          val i = partitionSchema.fields.indexWhere(_.name.equalsIgnoreCase(a.name))
+          org.apache.spark.sql.catalyst.expressions.BoundReference(i, partitionSchema(i).dataType, nullable = true)
+      }
+      val predicate = org.apache.spark.sql.catalyst.expressions.Predicate.createInterpreted(bound)
+      predicate.initialize(0)
+      byPartition.filter { case (values, _) => predicate.eval(values) }
+    }
+    val skipping = StatsSkipping(dataSchema, dataFilters)
+    partitions.map { case (values, fs) =>
+      PartitionDirectory(values, fs.filter(f => skipping.mayMatch(f.stats)).map(scanned))
+    }.filter(_.files.nonEmpty)
+  }
+
+  private def dataSchema: StructType =
+    StructType(tableSchema.fields.filterNot(f => partitionSchema.fieldNames.exists(_.equalsIgnoreCase(f.name))))
+
+  override def allFiles(): Seq[FileStatus] = files.map(status)
+  override def inputFiles: Array[String] = files.map(_.path.toString).toArray
+  override def sizeInBytes: Long = files.map(_.size).sum
+  override def refresh(): Unit = ()
+}

@@ -1,0 +1,48 @@
+package io.strata.write
+
+import io.strata.log.ConstraintViolationException
+import io.strata.table.TableSchema.ColumnFeed
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, Cast, Expression, UnsafeProjection}
+import org.apache.spark.sql.types.StructType
+
+/**
+ * Rows of a streaming query, in the query's column order and types, turned into the table's layout on the
+ * executors. Spark aligns a batch write's rows to a DataSource V2 table by name before the write, but hands a
+ * streaming write the query's rows as they are; this does for them what the V1 path does with a projection: each
+ * table column is fed by the data column of the same name (case-insensitively), widened by a cast where the table's
+ * type is wider, and a null arriving for a NOT NULL column fails the task with the V1 path's message.
+ */
+final class RowAlignment private (columns: Seq[Expression], notNull: Array[(Int, String)]) extends Serializable {
+  @transient private lazy val projection = UnsafeProjection.create(columns)
+
+  def apply(row: InternalRow): InternalRow = {
+    var i = 0
+    while (i < notNull.length) {
+      if (row.isNullAt(notNull(i)._1)) throw new ConstraintViolationException(notNull(i)._2)
+      i += 1
+    }
+    projection(row)
+  }
+}
+
+object RowAlignment {
+  /**
+   * The alignment of rows of `data` to the table columns `feeds` (in table order); None when the rows already have
+   * the table's layout and need no check.
+   */
+  def compile(data: StructType, feeds: Seq[ColumnFeed], tableName: String, timeZone: String): Option[RowAlignment] = {
+    val ordinals = feeds.map(f => data.fieldIndex(f.source))
+    val notNull = feeds.zip(ordinals).collect { case (f, i) if !f.table.nullable && data(i).nullable =>
+      (i, s"NOT NULL constraint violated: column '${f.table.name}' of $tableName received a null value.")
+    }
+    val identity = ordinals == data.indices && feeds.forall(!_.cast)
+    if (identity && notNull.isEmpty) None else {
+      val columns = feeds.zip(ordinals).map { case (f, i) =>
+        val ref = BoundReference(i, data(i).dataType, data(i).nullable)
+        if (f.cast) Cast(ref, f.table.dataType, Some(timeZone)) else ref
+      }
+      Some(new RowAlignment(columns, notNull.toArray))
+    }
+  }
+}
