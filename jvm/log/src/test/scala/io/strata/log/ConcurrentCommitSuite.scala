@@ -196,12 +196,16 @@ class ConcurrentCommitSuite extends AnyFunSuite with LogTestSupport {
     assert(log.snapshot().files.map(_.path).toSet == Set("p=2/b.parquet", "p=2/c.parquet", "p=1/d.parquet", "p=1/e.parquet"))
   }
 
-  test("two concurrent removals of the same file: ConcurrentDeleteDeleteException") {
+  /** A table of files a and b, two transactions that read it, and file a. */
+  private def twoReadersOfFileA(): (JPath, TableLog, Transaction, Transaction, AddFile) = {
     val table = tempDir()
     val log = createTable(table, files = Seq(add("a.parquet"), add("b.parquet")))
-    val t1 = log.startTransaction()
-    val t2 = log.startTransaction()
-    val a = t1.readSnapshot.get.files.find(_.path == "a.parquet").get
+    val (t1, t2) = (log.startTransaction(), log.startTransaction())
+    (table, log, t1, t2, t1.readSnapshot.get.files.find(_.path == "a.parquet").get)
+  }
+
+  test("two concurrent removals of the same file: ConcurrentDeleteDeleteException") {
+    val (table, log, t1, t2, a) = twoReadersOfFileA()
     t1.readFiles(Seq(a))
     t2.readFiles(Seq(a))
     assert(t1.commit(Seq(a.remove(System.currentTimeMillis())), Operation("DELETE")).version == 1L)
@@ -215,11 +219,7 @@ class ConcurrentCommitSuite extends AnyFunSuite with LogTestSupport {
   }
 
   test("a rewrite of a file removed concurrently: ConcurrentDeleteReadException") {
-    val table = tempDir()
-    val log = createTable(table, files = Seq(add("a.parquet"), add("b.parquet")))
-    val t1 = log.startTransaction()
-    val t2 = log.startTransaction()
-    val a = t1.readSnapshot.get.files.find(_.path == "a.parquet").get
+    val (table, _, t1, t2, a) = twoReadersOfFileA()
     t2.readFiles(Seq(a))
     t1.commit(Seq(a.remove(System.currentTimeMillis())), Operation("DELETE"))
     val e = failsWritingNothing[ConcurrentDeleteReadException](table) {
