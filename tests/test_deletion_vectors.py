@@ -19,15 +19,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable, QueryBuilder
 from pyspark.sql import SparkSession
 
 from peers.delta_spark_job import DV_TABLES, DV_TIME_ZONE_TABLES, OTHER_TIME_ZONE
-from test_delta_spark_interop import run_delta_spark, strata_rows
-from test_dml_delta_spark import _plain
+from table_reads import delta_rs_tuples, plain, strata_json
+from test_delta_spark_interop import run_delta_spark
 
 GOLDEN = Path(os.environ.get("STRATA_GOLDEN_TABLES", "/work/shared/fixtures/delta-golden"))
 GOLDEN_DV = ["dv-partitioned-with-checkpoint", "log-replay-dv-key-cases"]
@@ -164,7 +162,7 @@ def test_strata_reads_latest_version_as_delta_spark(spark: SparkSession, dv: dic
     """The latest snapshot, without time travel: V1 load and the V2 path table."""
     path, history = table(dv, name)
     expected = history["UTC"][-1]
-    assert strata_rows(spark, path, history["columns"]) == expected
+    assert strata_json(spark, path, columns=history["columns"]) == expected
     assert sql_rows(spark, f"SELECT * FROM strata.`{path}`", history["columns"]) == expected
 
 
@@ -195,20 +193,13 @@ def test_strata_catalog_table_reads_as_delta_spark(spark: SparkSession, dv: dict
             history["UTC"][version], version
 
 
-def deltalake_rows(path: Path, columns: list[str]) -> list[tuple[Any, ...]]:
-    """The latest version read by delta-rs; its DataFusion scan applies deletion vectors (to_pyarrow_table refuses)."""
-    reader = QueryBuilder().register("t", DeltaTable(str(path))).execute("SELECT * FROM t")
-    rows = pa.table(reader.read_all()).select(columns).to_pylist()
-    return sorted((tuple(_plain(r[c]) for c in columns) for r in rows), key=repr)
-
-
 @pytest.mark.parametrize("name", sorted(DV_TABLES))
 def test_deltalake_reads_latest_version_as_strata(spark: SparkSession, dv: dict[str, Any], name: str) -> None:
     path, history = table(dv, name)
     columns = history["columns"]
-    mine = sorted((tuple(_plain(v) for v in r) for r in
+    mine = sorted((tuple(plain(v) for v in r) for r in
                    spark.read.format("strata").load(str(path)).select(*columns).collect()), key=repr)
-    assert deltalake_rows(path, columns) == mine
+    assert delta_rs_tuples(path, columns) == mine
     assert len(mine) == len(history["UTC"][-1]) > 0
 
 

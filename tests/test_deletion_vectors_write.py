@@ -19,7 +19,6 @@ NULL partition values), MERGE metric names, a partition-only DELETE by hour() of
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
 import shutil
 import uuid
@@ -28,15 +27,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 import strata
 from strata import DeleteMetrics, MergeMetrics, UpdateMetrics
 from delta_spark_peer import Peer
+from table_reads import commit_actions, delta_rs_tuples, log_version, plain
 from test_dml_delta_spark import STATEMENTS, TABLES, M
 
 DV = "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
@@ -66,15 +64,6 @@ LA = "America/Los_Angeles"
 # ------------------------------------------------------------------------------------------------ log and rows
 
 
-def log_version(path: Path) -> int:
-    return max(int(f.name[:-5]) for f in (path / "_delta_log").glob("*.json") if f.name[:-5].isdigit())
-
-
-def commit_actions(path: Path, version: int) -> list[dict[str, Any]]:
-    text = (path / "_delta_log" / f"{version:020d}.json").read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
 def file_name(path: str) -> str:
     """A data file's name (Parquet names are unique in a table), from a log path or input_file_name()."""
     return unquote(path).rsplit("/", 1)[-1]
@@ -100,22 +89,9 @@ def rows_by_file(spark: SparkSession, path: Path) -> tuple[list[str], Counter[tu
     return df.columns[1:], Counter((file_name(r[0]), tuple(r[1:])) for r in df.collect())
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, dt.datetime) and value.tzinfo is not None:
-        return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-    return value
-
-
-def deltalake_rows(path: Path, columns: list[str], version: int | None = None) -> list[tuple[Any, ...]]:
-    """deltalake's read (its DataFusion scan, which applies deletion vectors) as sorted tuples of `columns`."""
-    table = DeltaTable(str(path), version=version) if version is not None else DeltaTable(str(path))
-    data = pa.RecordBatchReader.from_stream(table.scan()).read_all().select(columns).to_pylist()
-    return sorted((tuple(_plain(r[c]) for c in columns) for r in data), key=repr)
-
-
 def strata_rows(spark: SparkSession, path: Path, version: int | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
     df = strata_df(spark, path, version)
-    return df.columns, sorted((tuple(_plain(v) for v in r) for r in df.collect()), key=repr)
+    return df.columns, sorted((tuple(plain(v) for v in r) for r in df.collect()), key=repr)
 
 
 def layout_problems(before: Counter[tuple[str, tuple[Any, ...]]], after: Counter[tuple[str, tuple[Any, ...]]],
@@ -287,7 +263,7 @@ def test_delta_spark_and_deltalake_read_the_version_strata_wrote(spark: SparkSes
     path = corpus["paths"][mine["table"]]
     assert corpus["peer_reads"][mine["table"]][mine["version"]] == mine["rows"], sql
     columns, rows = strata_rows(spark, path, mine["version"])
-    assert deltalake_rows(path, columns, mine["version"]) == rows, sql
+    assert delta_rs_tuples(path, columns, mine["version"]) == rows, sql
 
 
 def test_corpus_writes_vectors_on_both_engines(corpus: dict[str, Any]) -> None:
@@ -435,12 +411,12 @@ def test_round_trip_strata_and_delta_spark_write_on_each_others_vectors(spark: S
 
     columns, rows = strata_rows(spark, path)
     assert rows == model_rows(model)
-    assert deltalake_rows(path, columns) == rows
+    assert delta_rs_tuples(path, columns) == rows
     # Time travel: every version, read by the three engines.
     versions = list(range(log_version(path) + 1))
     assert peer.read(path, versions) == [strata_json(spark, path, v) for v in versions]
     for v in versions:
-        assert deltalake_rows(path, columns, v) == strata_rows(spark, path, v)[1], v
+        assert delta_rs_tuples(path, columns, v) == strata_rows(spark, path, v)[1], v
 
 
 def test_strata_writes_vectors_on_a_table_delta_spark_made(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
@@ -465,7 +441,7 @@ def test_strata_writes_vectors_on_a_table_delta_spark_made(spark: SparkSession, 
     assert removed_vectors(commit_actions(path, 3)), "Strata grew delta-spark's vectors"
     columns, rows = strata_rows(spark, path)
     assert rows == model_rows(model)
-    assert deltalake_rows(path, columns) == rows
+    assert delta_rs_tuples(path, columns) == rows
     assert peer.read(path) == [strata_json(spark, path)]
 
 
@@ -520,7 +496,7 @@ def test_checkpoints_strata_writes_carry_the_vectors(spark: SparkSession, peer: 
     versions = list(range(8))
     assert peer.read(path, versions) == [strata_json(spark, path, v) for v in versions]
     columns, rows = strata_rows(spark, path)
-    assert deltalake_rows(path, columns) == rows
+    assert delta_rs_tuples(path, columns) == rows
     # The log cleaned up to the checkpoint: every reader must take the vectors from it.
     copy = tmp_path / "checkpoint_only"
     shutil.copytree(path, copy)
@@ -528,7 +504,7 @@ def test_checkpoints_strata_writes_carry_the_vectors(spark: SparkSession, peer: 
         (copy / "_delta_log" / f"{v:020d}.json").unlink()
     assert strata_json(spark, copy) == strata_json(spark, path)
     assert peer.read(copy) == [strata_json(spark, path)]
-    assert deltalake_rows(copy, columns) == rows
+    assert delta_rs_tuples(copy, columns) == rows
 
 
 # ------------------------------------------------------------------------------------------------ Python API
@@ -670,7 +646,7 @@ def test_non_utc_session_with_date_and_timestamp_partitions(spark: SparkSession,
     assert peer.read(path, time_zone=LA) == [strata_la]
     assert peer.read(path) == [strata_json(spark, path)]
     columns, rows = strata_rows(spark, path)
-    assert deltalake_rows(path, columns) == rows
+    assert delta_rs_tuples(path, columns) == rows
     assert len(rows) == 12
 
 
@@ -702,5 +678,5 @@ def test_property_without_protocol_feature_writes_no_vectors(spark: SparkSession
     columns, mine = strata_rows(spark, path)
     expected = sorted(((i, "u" if i == 5 else f"v{i}") for i in range(20) if i != 4), key=repr)
     assert mine == expected
-    assert deltalake_rows(path, columns) == expected
+    assert delta_rs_tuples(path, columns) == expected
     assert peer.read(path, versions=[log_version(path)]) == [strata_json(spark, path)]

@@ -18,6 +18,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 import strata
+from table_reads import strata_json
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT / "build" / "peers"
@@ -41,11 +42,6 @@ def run_delta_spark(mode: str, path: Path, out: Path, *more: Path) -> dict[str, 
     return result
 
 
-def strata_rows(spark: SparkSession, path: Path, columns: list[str]) -> list[str]:
-    df = spark.read.format("strata").load(str(path)).select(*columns)
-    return sorted(df.toJSON().collect())
-
-
 def test_delta_spark_reads_what_strata_wrote(spark: SparkSession, tmp_path: Path) -> None:
     path = tmp_path / "strata_table"
     rows = [
@@ -64,7 +60,7 @@ def test_delta_spark_reads_what_strata_wrote(spark: SparkSession, tmp_path: Path
 
     peer = run_delta_spark("read", path, tmp_path / "out.json")
     assert peer["version"] == 13
-    assert peer["rows"] == strata_rows(spark, path, peer["columns"])
+    assert peer["rows"] == strata_json(spark, path, columns=peer["columns"])
     assert len(peer["rows"]) == 42
 
 
@@ -79,7 +75,7 @@ def test_strata_reads_what_delta_spark_wrote(spark: SparkSession, delta_written:
     path, peer = delta_written
     assert (path / "_delta_log" / "00000000000000000010.checkpoint.parquet").exists()
     assert peer["version"] == 13
-    assert strata_rows(spark, path, peer["columns"]) == peer["rows"]
+    assert strata_json(spark, path, columns=peer["columns"]) == peer["rows"]
     assert len(peer["rows"]) == 29
 
 

@@ -7,7 +7,6 @@ other, and delta-rs (`deltalake`) reads Strata's final tables as Strata does.
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import subprocess
@@ -20,6 +19,7 @@ from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from test_delta_spark_interop import ROOT, delta_jars
+from table_reads import plain
 
 COLS = "id BIGINT, k STRING, d DATE, ts TIMESTAMP, amt DECIMAL(10,2), v STRING"
 ROWS = [
@@ -186,17 +186,11 @@ def test_cardinality_violation_is_an_error_on_both(corpus: dict[str, Any]) -> No
     assert corpus["delta"][i]["error"].startswith("[DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE]")
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, dt.datetime) and value.tzinfo is not None:
-        return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-    return value
-
-
 @pytest.mark.parametrize("table", ["part", "flat", "empty"])
 def test_deltalake_reads_strata_final_tables(spark: SparkSession, corpus: dict[str, Any], table: str) -> None:
     path = corpus["paths"][table]
     df = spark.read.format("strata").load(str(path))
-    mine = sorted((tuple(_plain(v) for v in r) for r in df.collect()), key=repr)
+    mine = sorted((tuple(plain(v) for v in r) for r in df.collect()), key=repr)
     arrow = DeltaTable(str(path)).to_pyarrow_table().select(df.columns).to_pylist()
-    theirs = sorted((tuple(_plain(r[c]) for c in df.columns) for r in arrow), key=repr)
+    theirs = sorted((tuple(plain(r[c]) for c in df.columns) for r in arrow), key=repr)
     assert theirs == mine and len(mine) > 0

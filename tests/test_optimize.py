@@ -8,24 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, QueryBuilder
 from pyspark.sql import SparkSession
 
 from delta_spark_peer import Peer
+from table_reads import delta_rs_tuples, strata_json
 
 PARTS = ["a", None, "x/y=z%", "sp ace"]
-
-
-def strata_rows(spark: SparkSession, path: Path) -> list[str]:
-    return sorted(spark.read.format("strata").load(str(path)).toJSON().collect())
-
-
-def delta_rs_rows(path: Path, columns: list[str]) -> list[tuple[Any, ...]]:
-    reader = QueryBuilder().register("t", DeltaTable(str(path))).execute("SELECT * FROM t")
-    rows = pa.table(reader.read_all()).select(columns).to_pylist()
-    return sorted((tuple(r[c] for c in columns) for r in rows), key=repr)
 
 
 def as_tuples(json_rows: list[str], columns: list[str]) -> list[tuple[Any, ...]]:
@@ -69,7 +58,7 @@ def small_files(spark: SparkSession, tmp_path: Path) -> Iterator[Path]:
 
 def test_strata_optimized_tables_read_alike_everywhere(spark: SparkSession, peer: Peer, small_files: Path) -> None:
     path, columns = small_files, ["id", "a", "b", "s", "p"]
-    before = strata_rows(spark, path)
+    before = strata_json(spark, path)
     result = optimize(spark, path)
     assert (result["files_removed"], result["files_added"], result["partitions_optimized"]) == (16, 4, 4)
     for v in result["versions"]:
@@ -80,20 +69,20 @@ def test_strata_optimized_tables_read_alike_everywhere(spark: SparkSession, peer
     assert zresult["partitions_optimized"] == 2 and zresult["groups_committed"] == 2
     params = log_commit(path, zresult["versions"][0])["commitInfo"]["operationParameters"]
     assert params["zOrderBy"] == '["a","b"]' and params["predicate"] == '["((p = \'a\') OR (p IS NULL))"]'
-    assert strata_rows(spark, path) == before
+    assert strata_json(spark, path) == before
     assert peer.read(path) == [before]
-    assert delta_rs_rows(path, columns) == as_tuples(before, columns)
+    assert delta_rs_tuples(path, columns) == as_tuples(before, columns)
 
 
 def test_delta_spark_restores_and_vacuums_a_table_strata_optimized(
         spark: SparkSession, peer: Peer, small_files: Path) -> None:
     path = small_files
-    before = strata_rows(spark, path)
+    before = strata_json(spark, path)
     pre = max(int(f.name[:-5]) for f in (path / "_delta_log").glob("*.json"))
     optimize(spark, path)
     assert live_files(spark, path) == 4
     peer.call("sql", statements=[f"RESTORE TABLE delta.`{path}` TO VERSION AS OF {pre}"])
-    assert live_files(spark, path) == 16 and strata_rows(spark, path) == before
+    assert live_files(spark, path) == 16 and strata_json(spark, path) == before
     again = optimize(spark, path)
     assert again["files_removed"] == 16 and again["groups_conflicted"] == 0
     peer.call("sql", statements=[
@@ -101,9 +90,9 @@ def test_delta_spark_restores_and_vacuums_a_table_strata_optimized(
         f"VACUUM delta.`{path}` RETAIN 0 HOURS"])
     data_files = [f for f in path.rglob("*.parquet") if "_delta_log" not in f.parts]
     assert len(data_files) == 4, "VACUUM left exactly the live files"
-    assert strata_rows(spark, path) == before
+    assert strata_json(spark, path) == before
     assert peer.read(path) == [before]
-    assert delta_rs_rows(path, ["id", "a", "b", "s", "p"]) == as_tuples(before, ["id", "a", "b", "s", "p"])
+    assert delta_rs_tuples(path, ["id", "a", "b", "s", "p"]) == as_tuples(before, ["id", "a", "b", "s", "p"])
 
 
 def test_strata_optimizes_delta_spark_tables_and_reads_delta_spark_optimize(
@@ -126,16 +115,16 @@ def test_strata_optimizes_delta_spark_tables_and_reads_delta_spark_optimize(
     assert result["partitions_optimized"] == 2 and result["groups_conflicted"] == 0
     latest = log_commit(dv, result["versions"][-1])
     assert latest["add"] and all(a.get("deletionVector") is None for a in latest["add"])
-    assert strata_rows(spark, dv) == dv_rows and peer.read(dv) == [dv_rows]
-    assert delta_rs_rows(dv, ["id", "s", "p"]) == as_tuples(dv_rows, ["id", "s", "p"])
+    assert strata_json(spark, dv) == dv_rows and peer.read(dv) == [dv_rows]
+    assert delta_rs_tuples(dv, ["id", "s", "p"]) == as_tuples(dv_rows, ["id", "s", "p"])
     # delta-spark's Z-order output reads the same in Strata; its commitInfo has the parameters Strata writes.
     z_version = max(int(f.name[:-5]) for f in (zt / "_delta_log").glob("*.json"))
     theirs = log_commit(zt, z_version)["commitInfo"]
     assert theirs["operation"] == "OPTIMIZE"
-    assert strata_rows(spark, zt) == peer.read(zt)[0]
+    assert strata_json(spark, zt) == peer.read(zt)[0]
     ours = log_commit(zt, optimize(spark, zt, "zorder_by => array('a', 'b')")["versions"][0])["commitInfo"]
     assert set(theirs["operationParameters"]) == set(ours["operationParameters"])
     assert ours["operationParameters"]["zOrderBy"] == theirs["operationParameters"]["zOrderBy"]
     assert set(theirs["operationMetrics"]) >= {"numAddedFiles", "numRemovedFiles", "numAddedBytes", "numRemovedBytes"}
     assert set(ours["operationMetrics"]) <= set(theirs["operationMetrics"]) | {"numDeletionVectorsRemoved"}
-    assert strata_rows(spark, zt) == peer.read(zt)[0]
+    assert strata_json(spark, zt) == peer.read(zt)[0]

@@ -10,51 +10,36 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, QueryBuilder
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 import strata
 from delta_spark_peer import Peer
-from test_dml_delta_spark import _plain
+from table_reads import delta_rs_tuples, log_version, strata_json, strata_tuples
 
 
 COLUMNS = ["id", "v"]
 
 
 def strata_rows(spark: SparkSession, path: Path, version: int | None = None) -> list[str]:
-    reader = spark.read.format("strata")
-    if version is not None:
-        reader = reader.option("versionAsOf", version)
-    return sorted(reader.load(str(path)).select(*COLUMNS).toJSON().collect())
+    return strata_json(spark, path, version, COLUMNS)
 
 
 def delta_rs_rows(path: Path) -> list[tuple[Any, ...]]:
-    """The latest version as delta-rs reads it (DataFusion: applies deletion vectors)."""
-    reader = QueryBuilder().register("t", DeltaTable(str(path))).execute("SELECT * FROM t")
-    return sorted((tuple(_plain(r[c]) for c in COLUMNS) for r in pa.table(reader.read_all()).to_pylist()), key=repr)
-
-
-def strata_tuples(spark: SparkSession, path: Path) -> list[tuple[Any, ...]]:
-    df = spark.read.format("strata").load(str(path)).select(*COLUMNS)
-    return sorted((tuple(_plain(v) for v in r) for r in df.collect()), key=repr)
+    return delta_rs_tuples(path, COLUMNS)
 
 
 def call(spark: SparkSession, sql: str) -> dict[str, Any]:
     return spark.sql(sql).collect()[0].asDict()
 
 
-def latest_version(path: Path) -> int:
-    return max(int(f.name[:-5]) for f in (path / "_delta_log").glob("*.json"))
-
-
 def assert_same_everywhere(spark: SparkSession, peer: Peer, path: Path, versions: list[int]) -> None:
     """delta-spark reads every version in `versions` as Strata does; delta-rs reads the latest alike."""
     mine = [strata_rows(spark, path, v) for v in versions]
     assert peer.read(path, versions=versions) == mine
-    assert DeltaTable(str(path)).version() == versions[-1] == latest_version(path)
-    assert delta_rs_rows(path) == strata_tuples(spark, path)
+    assert DeltaTable(str(path)).version() == versions[-1] == log_version(path)
+    assert delta_rs_rows(path) == strata_tuples(spark, path, COLUMNS)
 
 
 def test_strata_restore_read_alike_and_delta_spark_restores_it(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
@@ -196,7 +181,7 @@ def test_dv_change_racing_a_delta_spark_restore(spark: SparkSession, peer: Peer,
               "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
     spark.range(0, 20, 1, 1).selectExpr("id", "concat('v', id) AS v").write.format("strata").mode("append").save(str(path))
     spark.sql(f"DELETE FROM {t} WHERE id = 10")
-    k = latest_version(path)
+    k = log_version(path)
     spark.sql(f"DELETE FROM {t} WHERE id = 1")
     gate = f"strata_gate_{statement.lower()}"
     sql = {
@@ -208,12 +193,12 @@ def test_dv_change_racing_a_delta_spark_restore(spark: SparkSession, peer: Peer,
     error = _race(spark, sql, gate,
                   lambda: peer.call("sql", statements=[f"RESTORE TABLE delta.`{path}` TO VERSION AS OF {k}"]))
     assert isinstance(error, strata.errors.ConcurrentModificationError), error
-    assert latest_version(path) == k + 2  # the restore, nothing after it
+    assert log_version(path) == k + 2  # the restore, nothing after it
     restored = [json.dumps({"id": i, "v": f"v{i}"}, separators=(",", ":")) for i in range(20) if i != 10]
     assert strata_rows(spark, path) == sorted(restored)
     assert_same_everywhere(spark, peer, path, [k, k + 2])
     spark.sql(sql.replace(f" AND {gate}(id)", "").replace(f" WHERE {gate}(id)", ""))
     expected = {"DELETE": None, "UPDATE": "u", "MERGE": "m"}[statement]
-    assert [r for r in strata_tuples(spark, path) if r[0] in (1, 2)] == (
+    assert [r for r in strata_tuples(spark, path, COLUMNS) if r[0] in (1, 2)] == (
         [] if expected is None else [(1, expected), (2, expected)])
     assert_same_everywhere(spark, peer, path, [k + 3])

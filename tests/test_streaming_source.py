@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from delta_spark_peer import Peer
+from table_reads import strata_json
 from test_streaming_sink import commits, query_id, table_version
 
 
@@ -113,10 +114,6 @@ def test_strata_to_strata_appends_optimize_delete_skip(spark: SparkSession, tmp_
     assert metrics["numFiles"] == str(added_files(a, deleted + 1)), metrics
     assert metrics["tableVersion"] == metrics["latestTableVersion"] == str(deleted + 1), metrics
     assert_one_txn_per_batch(b, cp)
-
-
-def strata_json(spark: SparkSession, table: Path) -> list[str]:
-    return sorted(spark.read.format("strata").load(str(table)).toJSON().collect())
 
 
 def test_delta_spark_streams_a_strata_table(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 
 import strata
 from delta_spark_peer import Peer
+from table_reads import strata_json
 
 ZONE = "America/Los_Angeles"
 UNCHECKED = {"spark.strata.vacuum.retentionCheck.enabled": "false", "spark.strata.vacuum.orphanMinAgeHours": "0"}
@@ -54,10 +55,6 @@ def local(path: str) -> str:
 def vacuum(spark: SparkSession, path: Path, args: str = "") -> set[tuple[str, str]]:
     rows = spark.sql(f"CALL strata.system.vacuum(table => '{path}'{args})").collect()
     return {(local(r.path), r.kind) for r in rows}
-
-
-def strata_json(spark: SparkSession, path: Path) -> list[str]:
-    return sorted(spark.read.format("strata").load(str(path)).toJSON().collect())
 
 
 def deltalake_ids(path: Path) -> list[int]:
