@@ -59,8 +59,9 @@ object Checkpoints {
 
   /**
    * Columns of a checkpoint's add/remove that are no action fields (PROTOCOL.md, "Checkpoint Schema": typed copies of
-   * `stats` and `partitionValues`). Dropped on read so that an entry re-emitted into a JSON commit (RESTORE, a new
-   * deletion vector) carries only protocol fields, and never a `stats_parsed` contradicting its new `stats`.
+   * `stats` and `partitionValues`). Not even read ([[withoutTypedCopies]]), so that an entry re-emitted into a JSON
+   * commit (RESTORE, a new deletion vector) carries only protocol fields, never a `stats_parsed` contradicting its
+   * new `stats`.
    */
   private val CheckpointOnlyFields = Seq("stats_parsed", "partitionValues_parsed")
 
@@ -91,9 +92,7 @@ object Checkpoints {
           val row = records.read()
           wanted.indices.foreach { c =>
             if (row.getFieldRepetitionCount(c) > 0) {
-              val body = groupToJson(row.getGroup(c, 0)).asInstanceOf[ObjectNode]
-              CheckpointOnlyFields.foreach(f => body.remove(f))
-              out += ActionCodec.fromJson(wanted(c).getName, body)
+              out += ActionCodec.fromJson(wanted(c).getName, groupToJson(row.getGroup(c, 0)).asInstanceOf[ObjectNode])
             }
           }
           i += 1

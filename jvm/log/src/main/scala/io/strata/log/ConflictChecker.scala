@@ -39,13 +39,15 @@ private[log] final class ConflictChecker(
    * Checks every commit from `from` through `to` (or through the last one present when `to` is None); throws the
    * first conflict. [[ConflictChecker.Checked]] with the last version checked when none conflicts, or
    * [[ConflictChecker.AlreadyCommitted]] at the first that records this transaction's application version.
+   * `first`: commit `from`'s actions when the caller has read them already (a lost put reads the winner back).
    */
-  def checkCommits(from: Long, to: Option[Long]): Outcome = {
+  def checkCommits(from: Long, to: Option[Long], first: Option[Seq[Action]] = None): Outcome = {
     var v = from
     var outcome: Outcome = Checked(from - 1)
     var more = to.forall(from <= _)
     while (more) {
-      val actions = try Some(log.readCommit(v)) catch { case _: CorruptLogException if to.isEmpty && v > from => None }
+      val actions = if (v == from && first.isDefined) first
+        else try Some(log.readCommit(v)) catch { case _: CorruptLogException if to.isEmpty && v > from => None }
       actions match {
         case Some(winner) =>
           outcome = check(v, winner).getOrElse(Checked(v))
@@ -92,6 +94,8 @@ private[log] final class ConflictChecker(
         s"it added file ${a.path} while this transaction changes the table's definition")
       // Rows moved by a rewrite (compaction): none new; the removes of the files they came from are rule 5.
       case a: AddFile if !a.dataChange =>
+      // Absorbed (rule 6): its vector was found to contain the one we read, so it brings no row back.
+      case a: AddFile if absorbed(abs(a.path)) =>
       // A grown vector brings no row back: the file's rows are a subset of those we could have read.
       case a: AddFile if revectored.contains(abs(a.path)) && onlyDeletes(winnerRemoves(abs(a.path)), a) =>
       // New rows (or rows a smaller vector brought back, as a RESTORE does): had we read after the winner, a row that

@@ -157,9 +157,9 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
           ioFailures += 1
           if (ioFailures >= Transaction.MaxIoFailures) throw e
           attempt += 1 // the same version again
-        case Transaction.LostRace =>
+        case Transaction.LostRace(winner) =>
           if (attempt >= maxAttempts) throw new CommitRetriesExhaustedException(attempt, version)
-          checker.checkCommits(version, None) match {
+          checker.checkCommits(version, None, winner) match {
             case a: ConflictChecker.AlreadyCommitted => return alreadyCommitted(a)
             case ConflictChecker.Checked(last) => version = last + 1
           }
@@ -201,21 +201,24 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
    */
   private def put(version: Long, lines: Seq[String]): Transaction.PutOutcome =
     try { log.store.putIfAbsent(FileNames.deltaFile(log.logPath, version), lines); Transaction.Landed } catch {
-      case _: FileAlreadyExistsException | _: java.nio.file.FileAlreadyExistsException =>
-        if (ownCommitAt(version).contains(true)) Transaction.Landed else Transaction.LostRace
-      case e: java.io.IOException => ownCommitAt(version) match {
-        case Some(true) => Transaction.Landed
-        case Some(false) => Transaction.LostRace
+      case _: FileAlreadyExistsException | _: java.nio.file.FileAlreadyExistsException => readBack(version) match {
+        case Some(actions) if holdsThis(actions) => Transaction.Landed
+        case other => Transaction.LostRace(other)
+      }
+      case e: java.io.IOException => readBack(version) match {
+        case Some(actions) if holdsThis(actions) => Transaction.Landed
+        case Some(actions) => Transaction.LostRace(Some(actions))
         case None => Transaction.NotWritten(e)
       }
     }
 
-  /** After an ambiguous write of `version`: Some(true) if it holds this transaction, Some(false) if another's. */
-  private def ownCommitAt(version: Long): Option[Boolean] =
-    try {
-      val actions = log.readCommit(version)
-      Some(actions.exists { case c: CommitInfo => Option(c.json.get("txnId")).exists(_.asText == txnId); case _ => false })
-    } catch { case _: CorruptLogException => None }
+  /** Version `version`'s actions after an ambiguous or refused put, None when it cannot be read. */
+  private def readBack(version: Long): Option[Seq[Action]] =
+    try Some(log.readCommit(version)) catch { case _: CorruptLogException => None }
+
+  /** Whether a commit's actions are this transaction's (its txnId in commitInfo). */
+  private def holdsThis(actions: Seq[Action]): Boolean =
+    actions.exists { case c: CommitInfo => Option(c.json.get("txnId")).exists(_.asText == txnId); case _ => false }
 
   private def validate(actions: Seq[Action], meta: Metadata): Unit = {
     if (actions.exists(_.isInstanceOf[Metadata]) || actions.exists(_.isInstanceOf[Protocol])) {
@@ -271,7 +274,8 @@ object Transaction {
 
   private sealed trait PutOutcome
   private case object Landed extends PutOutcome
-  private case object LostRace extends PutOutcome
+  /** Another writer's commit holds the version; `winner`: its actions when the put already read them back. */
+  private final case class LostRace(winner: Option[Seq[Action]]) extends PutOutcome
   private final case class NotWritten(error: java.io.IOException) extends PutOutcome
 
   private val logger = org.slf4j.LoggerFactory.getLogger(classOf[Transaction])
