@@ -124,6 +124,23 @@ object DeletionVectors {
 /** Writes deletion vectors the way delta-spark does (its DeletionVectorStore and DeletionVectorDescriptor). */
 object DeletionVectorStore {
   /**
+   * The new entries of files whose deleted rows grow: per (entry, every row now deleted, old vector's included,
+   * stored rows), None when every stored row is deleted (the file goes), else the entry with the new vector,
+   * `dataChange = true` and [[DeletionVectors.statsWithVector]]. The new vectors are [[write]]n together; returns
+   * the entries in the order given, then the vector file when one was written.
+   */
+  def grow(tablePath: Path, conf: Configuration, files: Seq[(AddFile, DeletedRows, Long)],
+           maxInlineBytes: Int): (Seq[(AddFile, Option[AddFile])], Option[Path]) = {
+    val (gone, kept) = files.partition { case (_, rows, stored) => rows.cardinality == stored }
+    val vectors = if (kept.isEmpty) Nil else write(tablePath, conf, kept.map(_._2), maxInlineBytes)
+    val changed = gone.map { case (file, _, _) => (file, None) } ++ kept.zip(vectors).map {
+      case ((file, _, stored), dv) => (file, Some(file.copy(deletionVector = Some(dv), dataChange = true,
+        stats = Some(DeletionVectors.statsWithVector(file.stats, stored)))))
+    }
+    (changed, vectors.flatMap(_.file(tablePath)).headOption)
+  }
+
+  /**
    * Stores `vectors` and returns their descriptors, in the same order. A vector whose data takes at most
    * `maxInlineBytes` bytes is kept inline (`i`: the Z85 text of its data padded to 4 bytes, sizeInBytes the
    * unpadded length). The others all go into one new file, `<table>/<prefix>/deletion_vector_<random uuid>.bin`

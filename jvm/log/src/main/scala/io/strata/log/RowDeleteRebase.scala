@@ -59,18 +59,13 @@ final class RowDeleteRebase(tablePath: Path, conf: Configuration, read: Map[Stri
    */
   def restage(staged: Seq[Action], now: Long): Seq[Action] = {
     val abs = (p: String) => Snapshot.absolutePath(tablePath, p).toString
-    val grown = rebased.toSeq.map { case (path, winner) =>
-      (path, winner, DeletionVectors.read(winner.deletionVector.get, tablePath, conf).union(mine(path)))
-    }
-    val (gone, kept) = grown.partition { case (_, winner, all) => all.cardinality == physicalRows(winner) }
-    val descriptors = DeletionVectorStore.write(tablePath, conf, kept.map(_._3))
-    written ++= descriptors.flatMap(_.file(tablePath)).distinct
+    val (changed, file) = DeletionVectorStore.grow(tablePath, conf, rebased.toSeq.map { case (path, winner) =>
+      (winner, DeletionVectors.read(winner.deletionVector.get, tablePath, conf).union(mine(path)), physicalRows(winner))
+    }, maxInlineBytes = 0)
+    written ++= file
+    // Each file: remove(the winner's entry), then add(its vector ∪ ours) unless every row is now deleted.
     val replacement: Map[String, Seq[Action]] =
-      (gone.map { case (path, winner, _) => path -> Seq(winner.remove(now)) } ++
-        kept.zip(descriptors).map { case ((path, winner, _), dv) =>
-          path -> Seq(winner.remove(now), winner.copy(deletionVector = Some(dv), dataChange = true,
-            stats = Some(DeletionVectors.statsWithVector(winner.stats, physicalRows(winner)))))
-        }).toMap
+      changed.map { case (winner, grown) => abs(winner.path) -> (winner.remove(now) +: grown.toSeq) }.toMap
     val done = mutable.HashSet.empty[String]
     val body = staged.flatMap {
       case f: AddFile if replacement.contains(abs(f.path)) => Nil

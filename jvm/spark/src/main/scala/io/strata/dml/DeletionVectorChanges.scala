@@ -31,14 +31,8 @@ object DeletionVectorChanges {
       val all = file.deletionVector.fold(rows)(dv => DeletionVectors.read(dv, snapshot.tablePath, conf).union(rows))
       (file, all, rows.cardinality, physicalRows(file, snapshot.tablePath, conf))
     }
-    val (gone, kept) = grown.partition { case (_, all, _, stored) => stored == all.cardinality }
-    val store = if (kept.isEmpty) Nil
-      else DeletionVectorStore.write(snapshot.tablePath, conf, kept.map(_._2), maxInlineBytes)
-    val written = store.flatMap(_.file(snapshot.tablePath)).headOption
-    val changed = gone.map { case (file, _, _, _) => (file, None) } ++ kept.zip(store).map {
-      case ((file, _, _, stored), dv) => (file, Some(file.copy(deletionVector = Some(dv), dataChange = true,
-        stats = Some(DeletionVectors.statsWithVector(file.stats, stored)))))
-    }
+    val (changed, written) = DeletionVectorStore.grow(snapshot.tablePath, conf,
+      grown.map { case (file, all, _, stored) => (file, all, stored) }, maxInlineBytes)
     DeletionVectorChanges(changed, written, grown.map(_._3).sum, deleted.filterNot(_._2.isEmpty))
   }
 
