@@ -73,8 +73,7 @@ object CheckpointHook extends PostCommitHook {
       for (_ <- commit.snapshot; status <- commit.commitFile) {
         val segment = LogSegment(version, Some(version), Seq(FileNames.checkpointFile(log.logPath, version)), Nil,
           s.segment.lastCommitTimestamp)
-        SnapshotCache.put(log.tablePath.toString, new Snapshot(s.tablePath, version, segment, s.protocol, s.metadata,
-          s.files, s.tombstones, s.transactions, s.domains), Some(status))
+        SnapshotCache.put(log.tablePath.toString, s.withSegment(segment), Some(status))
       }
     }
   }
