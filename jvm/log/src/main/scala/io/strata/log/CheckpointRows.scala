@@ -23,7 +23,7 @@ private[log] object CheckpointRows {
     val p = index("path")
     if (!present(p)) throw missing("path", "a string")
     val path = g.getString(p, 0)
-    try new java.net.URI(path) catch {
+    if (!plainPath(path)) try new java.net.URI(path) catch {
       case e: java.net.URISyntaxException =>
         throw new MalformedActionException(s"'add.path' must be a URI-encoded path, not '$path' (${e.getReason})")
     }
@@ -45,6 +45,18 @@ private[log] object CheckpointRows {
       if (present(tags)) stringMap(g.getGroup(tags, 0)).collect { case (k, Some(v)) => k -> v } else Map.empty,
       extra(g, t),
       if (present(dv)) Some(deletionVector(g.getGroup(dv, 0))) else None)
+  }
+
+  /** Letters, digits and `/ - _ . =` only: a valid URI reference without parsing it (nearly every data file path). */
+  private def plainPath(p: String): Boolean = {
+    var i = 0
+    while (i < p.length) {
+      val c = p.charAt(i)
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' || c == '-' ||
+        c == '_' || c == '.' || c == '=')) return false
+      i += 1
+    }
+    p.nonEmpty
   }
 
   private def long(g: Group, i: Int): Long = g.getType.getType(i).asPrimitiveType.getPrimitiveTypeName match {

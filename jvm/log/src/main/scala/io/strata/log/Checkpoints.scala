@@ -65,10 +65,13 @@ object Checkpoints {
    */
   private val CheckpointOnlyFields = Seq("stats_parsed", "partitionValues_parsed")
 
+  /** Fields as a Java list with constant-time `get` (Parquet's GroupType indexes its fields on every value read). */
+  private def arrayList(fields: Iterable[Type]): java.util.List[Type] = new java.util.ArrayList[Type](fields.asJavaCollection)
+
   /** An action column without the checkpoint-only typed copies (not even read: `stats_parsed` can be most bytes). */
   private def withoutTypedCopies(t: Type): Type = t match {
     case g: GroupType if g.getFields.asScala.exists(f => CheckpointOnlyFields.contains(f.getName)) =>
-      g.withNewFields(g.getFields.asScala.filterNot(f => CheckpointOnlyFields.contains(f.getName)).asJava)
+      g.withNewFields(arrayList(g.getFields.asScala.filterNot(f => CheckpointOnlyFields.contains(f.getName))))
     case other => other
   }
 
@@ -84,7 +87,7 @@ object Checkpoints {
     try {
       val fileSchema = reader.getFooter.getFileMetaData.getSchema
       val wanted = fileSchema.getFields.asScala.filter(f => ActionColumns.contains(f.getName)).map(withoutTypedCopies).toSeq
-      val projection = new MessageType(fileSchema.getName, wanted.asJava)
+      val projection = new MessageType(fileSchema.getName, arrayList(wanted))
       reader.setRequestedSchema(projection)
       val addColumn = wanted.indexWhere(_.getName == "add")
       new RowGroupActions(reader, projection, fileSchema, wanted.map(_.getName).toArray, addColumn)

@@ -37,6 +37,35 @@ private[log] final class FileSet private (
   def removeFiles: IndexedSeq[RemoveFile] =
     new FileSet.View(live.length, i => { val p = live(i); columns(p).removeFile(row(p)) })
 
+  /**
+   * The live entries grouped by their partition values (one group per distinct map, in order of first use), each
+   * group's actions built only when read: a plan that keeps 1 partition of 1,000 builds 1/1,000 of the files.
+   */
+  def byPartition: Seq[(Map[String, Option[String]], IndexedSeq[AddFile])] = {
+    val dict = base.partitionDictionary
+    groups.map { case (code, ps) => dict.values(code) -> new FileSet.View(ps.length, i => { val p = ps(i); columns(p).addFile(row(p)) }) }
+  }
+
+  /** Live positions by partition code (4 bytes a file), built once. */
+  private lazy val groups: Seq[(Int, Array[Int])] = {
+    val counts = new java.util.HashMap[Integer, Integer]()
+    val order = scala.collection.mutable.ArrayBuffer.empty[Int]
+    live.foreach { p =>
+      val c = columns(p).partitionCode(row(p))
+      val n = counts.get(c)
+      if (n == null) { counts.put(c, 1); order += c } else counts.put(c, n + 1)
+    }
+    val byCode = order.map(c => c -> new Array[Int](counts.get(c))).toMap
+    val filled = new java.util.HashMap[Integer, Integer]()
+    live.foreach { p =>
+      val c = columns(p).partitionCode(row(p))
+      val i = Option(filled.get(c)).fold(0)(_.intValue)
+      byCode(c)(i) = p
+      filled.put(c, i + 1)
+    }
+    order.toSeq.map(c => c -> byCode(c))
+  }
+
   def sizeInBytes: Long = live.iterator.map(p => columns(p).size(row(p))).sum
   lazy val hasDeletionVectors: Boolean = live.exists(p => columns(p).deletionVector(row(p)) != null)
 

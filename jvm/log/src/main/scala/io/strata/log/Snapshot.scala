@@ -34,6 +34,11 @@ final class Snapshot private[log] (
   /** Files removed and not added back (for VACUUM and checkpoints), in log order. */
   def tombstones: IndexedSeq[RemoveFile] = tombstoneSet.removeFiles
   def numFiles: Int = fileSet.size
+  /**
+   * The live files grouped by partition values, each group built only when read (planning keeps the partitions a
+   * filter selects and never builds the others' files).
+   */
+  def filesByPartition: Seq[(Map[String, Option[String]], IndexedSeq[AddFile])] = fileSet.byPartition
 
   /** When this version was committed (the commit file's modification time), in epoch milliseconds. */
   def timestamp: Long = segment.lastCommitTimestamp
