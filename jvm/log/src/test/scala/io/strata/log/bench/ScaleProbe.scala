@@ -45,5 +45,17 @@ object ScaleProbe {
     val t2 = System.nanoTime()
     val paths = s.files.iterator.count(_.partitionValues("p").contains("5"))
     println(f"materialise all files, filter p=5 ($paths): ${(System.nanoTime() - t2) / 1e9}%.1f s")
+    val t3 = System.nanoTime()
+    val inP5 = s.filesByPartition.collectFirst { case (pv, files) if pv("p").contains("5") => files.size }
+    println(f"partition p=5 by group (${inP5.getOrElse(0)} files): ${(System.nanoTime() - t3) / 1e9}%.2f s")
+    // Appends of one file each: load (incremental after the first), commit, as a writer does.
+    (1 to 12).foreach { i =>
+      val t = System.nanoTime()
+      val log = TableLog.forPath(table, conf)
+      val txn = log.startTransaction()
+      val r = txn.commit(Seq(AddFile(s"p=1/new-$i-${System.nanoTime()}.parquet", Map("p" -> Some("1")), 10L, 0L,
+        dataChange = true)), Operation("WRITE"))
+      println(f"one-file append -> v${r.version}: ${(System.nanoTime() - t) / 1e6}%.0f ms")
+    }
   }
 }
