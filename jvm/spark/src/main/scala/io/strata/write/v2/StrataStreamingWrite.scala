@@ -1,5 +1,6 @@
 package io.strata.write.v2
 
+import io.strata.config.{WriteConf, WriteEntry}
 import io.strata.log.{PostCommitHook, TableLog}
 import io.strata.write.{RowAlignment, StreamingBatch, TableWrite, TestHooks, WriteMode}
 import io.strata.write.streaming.{SinkProgress, StreamingWrites}
@@ -27,12 +28,13 @@ final class StrataStreamingWriteBuilder(log: TableLog, info: LogicalWriteInfo, p
 
   override def build(): Write = {
     val spark = SparkSession.active
-    val options = StreamingWrites.parse(info.options().asCaseSensitiveMap().asScala.toMap, catalog = true)
+    val conf = WriteConf.forWrite(info.options().asCaseSensitiveMap().asScala.toMap, WriteEntry.CatalogStream,
+      spark.conf.getOption)
     val batchId = StreamingBatch.runningBatchId(spark).getOrElse(
       throw StreamingWrites.continuousRefused(log.tablePath.toString))
-    val appId = options.txnAppId.getOrElse(info.queryId())
-    val write = TableWrite.begin(log, info.schema(), mode,
-      options.copy(txnAppId = Some(appId), txnVersion = Some(batchId)), postCommit)
+    val batchConf = conf.forMicroBatch(info.queryId(), batchId)
+    val appId = batchConf.appTransaction.get._1
+    val write = TableWrite.begin(log, info.schema(), mode, batchConf, postCommit)
     val batch = StreamingBatch(appId, batchId, info.queryId(), StreamingWrites.outputModeName(mode),
       sweepEarlierAttempts = progress.firstCommitOfRun)
     write.forStreamingBatch(batch)
