@@ -102,12 +102,6 @@ final class TableWrite private (
    */
   def commit(added: Seq[AddFile], rowCounts: Map[String, Long] = Map.empty,
              rowLevelParams: Map[String, String] = Map.empty): CommitResult = {
-    TestHooks.reached(TestHooks.BeforeCommit)
-    commitFiles(added, rowCounts, rowLevelParams)
-  }
-
-  private def commitFiles(added: Seq[AddFile], rowCounts: Map[String, Long],
-                          rowLevelParams: Map[String, String]): CommitResult = {
     val now = System.currentTimeMillis()
     val op = operation(added)
     val replacedFiles = op match {

@@ -2,7 +2,7 @@ package io.strata.write.streaming
 
 import io.strata.config.WriteConf
 import io.strata.log.{PostCommitHook, TableLog}
-import io.strata.write.{ForeignFiles, StreamingBatch, TestHooks, WriteMode}
+import io.strata.write.{ForeignFiles, StreamingBatch, WriteMode}
 import io.strata.write.v1.V1TableWriter
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.DataFrame
@@ -35,7 +35,6 @@ final class StrataSink(tablePath: String, conf: WriteConf, mode: WriteMode, post
     if (base.isEmpty) ForeignFiles.refuse(log, batch.jobFiles(tablePath).isAttemptFile)
     val result = V1TableWriter.write(log, data, mode, batchConf, base, postCommit, Some(batch))
     progress.record(batchId, result)
-    TestHooks.reached(TestHooks.AfterCommit)
   }
 
   override def metrics(): java.util.Map[String, String] = progress.metrics

@@ -14,9 +14,6 @@ import org.apache.spark.sql.functions.{coalesce, col, concat, concat_ws, expr, l
  * commit makes them part of the table. A failure before the commit leaves the table as it was and deletes the files.
  */
 object V1TableWriter {
-  /** Test-only: halt the driver JVM after the files are written, right before the log commit. */
-  val HaltBeforeCommitKey = "strata.test.haltBeforeCommit"
-
   /**
    * Writes `data` into the table, starting from `base` (the table as the caller loaded it; None: no table). None when
    * the write's application version (txnAppId / txnVersion) was already committed: nothing was written then.
@@ -31,7 +28,6 @@ object V1TableWriter {
     if (write.alreadyCommitted) return None
     batch.foreach(write.forStreamingBatch)
     write.readInput(InputReads.ofDataFrame(data, log.tablePath, write.schema))
-    val spark = data.sparkSession
     val newRows = aligned(write, if (batch.isDefined) MicroBatchRelation.rows(data) else data, log)
     val toWrite = mode match {
       case WriteMode.ReplaceWhere(predicate) => newRows.unionByName(replaceWhere(write, predicate, log))
@@ -45,7 +41,6 @@ object V1TableWriter {
     val distributed = if (write.conf.optimizeWrite) OptimizedWrite(toWrite, write.schema.partitionColumns) else toWrite
     jobFiles.tagged(SparkFileWriter.write(distributed, root, write.schema.partitionColumns, committer, writerOptions))
     val files = committer.addedFiles
-    if (spark.conf.getOption(HaltBeforeCommitKey).contains("true")) Runtime.getRuntime.halt(86)
     val result = try write.commit(files) catch {
       // Any StrataException is raised before the commit file is created: the files will never be referenced.
       case e: StrataException =>

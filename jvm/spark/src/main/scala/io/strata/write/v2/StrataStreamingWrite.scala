@@ -2,7 +2,7 @@ package io.strata.write.v2
 
 import io.strata.config.{WriteConf, WriteEntry}
 import io.strata.log.{PostCommitHook, TableLog}
-import io.strata.write.{RowAlignment, StreamingBatch, TableWrite, TestHooks, WriteMode}
+import io.strata.write.{RowAlignment, StreamingBatch, TableWrite, WriteMode}
 import io.strata.write.streaming.{SinkProgress, StreamingWrites}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
@@ -55,7 +55,6 @@ final class StrataStreamingWrite(batch: StrataBatchWrite, epoch: Long, progress:
     }
     batch.commit(messages)
     progress.record(epoch, batch.result)
-    TestHooks.reached(TestHooks.AfterCommit)
   }
 
   override def abort(epochId: Long, messages: Array[WriterCommitMessage]): Unit = batch.abort(messages)
