@@ -1,7 +1,7 @@
 package io.strata
 
 import io.strata.config.{StrataOptions, WriteOptions}
-import io.strata.log.{InvalidTableOperationException, TableLog}
+import io.strata.log.{InvalidTableOperationException, TableAlreadyExistsException, TableLog}
 import io.strata.optimize.AutoCompaction
 import io.strata.read.SnapshotReader
 import io.strata.read.streaming.StrataStreamScan
@@ -63,8 +63,8 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
     val existing = log.snapshotOption()
     val exists = existing.isDefined
     mode match {
-      case SaveMode.ErrorIfExists if exists => throw new InvalidTableOperationException(
-        s"Table ${log.tablePath} already exists (save mode ErrorIfExists). Use mode 'append' or 'overwrite'.")
+      case SaveMode.ErrorIfExists if exists =>
+        throw TableAlreadyExistsException(log.tablePath.toString, existing.get.version)
       case SaveMode.Ignore if exists => // nothing to do
       case _ =>
         if (!exists) ForeignFiles.refuse(log)
@@ -81,14 +81,15 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
       .contains("dynamic")
     (mode, options.replaceWhere) match {
       case (SaveMode.Overwrite, Some(_)) if options.partitionOverwriteMode.contains("dynamic") =>
-        throw new InvalidTableOperationException(
+        throw InvalidTableOperationException("STRATA_CONFLICTING_OPTIONS",
           "Options replaceWhere and partitionOverwriteMode=dynamic cannot be combined: pick one.")
       case (SaveMode.Overwrite, Some(p)) => WriteMode.ReplaceWhere(p)
       case (SaveMode.Overwrite, None) if dynamic && !options.overwriteSchema => WriteMode.DynamicOverwrite
       case (SaveMode.Overwrite, None) => WriteMode.Overwrite
-      case (_, Some(_)) => throw new InvalidTableOperationException(
+      case (_, Some(_)) => throw InvalidTableOperationException("STRATA_CONFLICTING_OPTIONS",
         "Option replaceWhere only applies to mode 'overwrite'.")
-      case _ if options.partitionOverwriteMode.contains("dynamic") => throw new InvalidTableOperationException(
+      case _ if options.partitionOverwriteMode.contains("dynamic") => throw InvalidTableOperationException(
+        "STRATA_CONFLICTING_OPTIONS",
         "Option partitionOverwriteMode=dynamic only applies to mode 'overwrite'.")
       case _ => WriteMode.Append
     }
@@ -96,7 +97,7 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
 
   private def tableLog(sqlContext: SQLContext, parameters: Map[String, String]): TableLog = {
     val path = parameters.find(_._1.equalsIgnoreCase(StrataOptions.Path)).map(_._2).getOrElse(
-      throw new InvalidTableOperationException("A path is required: use .save(path) / .load(path)."))
+      throw InvalidTableOperationException("STRATA_PATH_REQUIRED", Map("how" -> ".save(path) / .load(path)")))
     TableLog.forPath(new Path(path), SparkInternals.hadoopConf(sqlContext.sparkSession, Map.empty))
   }
 
@@ -109,7 +110,7 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
                           outputMode: OutputMode): Sink = {
     val original = StrataDataSource.originalOptions(parameters)
     val path = original.find(_._1.equalsIgnoreCase(StrataOptions.Path)).map(_._2).getOrElse(
-      throw new InvalidTableOperationException("A path is required: use .start(path), or .toTable(name)."))
+      throw InvalidTableOperationException("STRATA_PATH_REQUIRED", Map("how" -> ".start(path), or .toTable(name)")))
     val mode = StreamingWrites.writeMode(outputMode, path)
     val options = StreamingWrites.parse(original, catalog = false)
     new StrataSink(path, if (partitionColumns.isEmpty) options else options.copy(partitionColumns = Some(partitionColumns)),
@@ -133,7 +134,7 @@ object StrataDataSource {
     override def schema(): StructType = tableSchema
     override def capabilities(): java.util.Set[TableCapability] = java.util.EnumSet.of(TableCapability.MICRO_BATCH_READ)
     override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = () => new StrataStreamScan(
-      new Path(path.getOrElse(throw new InvalidTableOperationException("A path is required: use .load(path)."))),
+      new Path(path.getOrElse(throw InvalidTableOperationException("STRATA_PATH_REQUIRED", Map("how" -> ".load(path)")))),
       name(), tableSchema, options)
   }
 }

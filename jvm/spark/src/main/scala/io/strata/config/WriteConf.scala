@@ -31,8 +31,7 @@ final case class WriteConf(options: Map[String, String], session: String => Opti
   def distributionMode(partitioned: Boolean): DistributionMode =
     lookup(WriteConf.DistributionModeKey, "spark.strata." + WriteConf.DistributionModeKey, WriteConf.DistributionModeKey) match {
       case Some((where, v)) => DistributionMode.all.find(_.name == v.trim.toLowerCase(Locale.ROOT)).getOrElse(
-        throw new InvalidTableOperationException(s"$where has invalid value '$v': it must be one of " +
-          DistributionMode.all.map(_.name).mkString(", ") + "."))
+        throw WriteConf.invalid(where, v, "one of " + DistributionMode.all.map(_.name).mkString(", ")))
       case scala.None => if (partitioned) DistributionMode.Hash else DistributionMode.None
     }
 
@@ -42,16 +41,16 @@ final case class WriteConf(options: Map[String, String], session: String => Opti
    */
   def targetFileSizeBytes: Long =
     lookup(WriteConf.TargetFileSizeKey, "spark.strata." + WriteConf.TargetFileSizeKey, WriteConf.TargetFileSizeKey) match {
-      case Some((where, v)) => v.trim.toLongOption.filter(_ > 0).getOrElse(throw new InvalidTableOperationException(
-        s"$where has invalid value '$v': it must be a whole number of bytes > 0."))
+      case Some((where, v)) => v.trim.toLongOption.filter(_ > 0).getOrElse(
+        throw WriteConf.invalid(where, v, "a whole number of bytes > 0"))
       case scala.None => WriteConf.DefaultTargetFileSize
     }
 
   /** Most files one fanout task keeps open at once (`write.fanout.max-open-files`, default 100). */
   def maxOpenFiles: Int =
     lookup(WriteConf.MaxOpenFilesKey, "spark.strata." + WriteConf.MaxOpenFilesKey, WriteConf.MaxOpenFilesKey) match {
-      case Some((where, v)) => v.trim.toIntOption.filter(_ > 0).getOrElse(throw new InvalidTableOperationException(
-        s"$where has invalid value '$v': it must be a whole number > 0."))
+      case Some((where, v)) => v.trim.toIntOption.filter(_ > 0).getOrElse(
+        throw WriteConf.invalid(where, v, "a whole number > 0"))
       case scala.None => 100
     }
 
@@ -63,13 +62,20 @@ final case class WriteConf(options: Map[String, String], session: String => Opti
   def maxInlineVectorBytes: Int =
     lookup(WriteConf.InlineVectorKey, "spark.strata." + WriteConf.InlineVectorKey, WriteConf.InlineVectorKey) match {
       case Some((where, v)) => v.trim.toIntOption.filter(n => n >= 0 && n <= 4096).getOrElse(
-        throw new InvalidTableOperationException(s"$where has invalid value '$v': it must be a whole number of " +
-          "bytes from 0 to 4096."))
+        throw WriteConf.invalid(where, v, "a whole number of bytes from 0 to 4096"))
       case scala.None => 0
     }
 }
 
 object WriteConf {
+  /** `where` (a write option, session conf or table property, as `lookup` names it) has a value it may not take. */
+  private def invalid(where: String, value: String, allowed: String): InvalidTableOperationException =
+    InvalidTableOperationException(
+      if (where.startsWith("session conf")) "STRATA_INVALID_CONF_VALUE"
+      else if (where.startsWith("table property")) "STRATA_INVALID_TABLE_PROPERTY_VALUE"
+      else "STRATA_INVALID_OPTION_VALUE",
+      Map("setting" -> where, "value" -> value, "allowed" -> allowed))
+
   val InlineVectorKey = "write.deletion-vector.inline-max-bytes"
   val DistributionModeKey = "write.distribution-mode"
   val MaxOpenFilesKey = "write.fanout.max-open-files"

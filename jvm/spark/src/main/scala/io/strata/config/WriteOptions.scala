@@ -66,14 +66,14 @@ object StrataOptions {
       case (None, None) => o
       case (Some(app), Some(v)) if app.trim.nonEmpty =>
         o.copy(txnAppId = Some(app), txnVersion = Some(positiveLong(SessionTxnVersion, v, allowZero = true)))
-      case _ => throw new InvalidTableOperationException(s"Session confs $SessionTxnAppId and $SessionTxnVersion " +
+      case _ => throw InvalidTableOperationException("STRATA_CONFLICTING_OPTIONS", s"Session confs $SessionTxnAppId and $SessionTxnVersion " +
         "go together: set both (a non-empty application id and its increasing version) or neither.")
     }
 
   /** Options of a path (V1) write. */
   def parseWrite(options: Map[String, String]): WriteOptions = {
     V2Only.find(k => options.keys.exists(_.equalsIgnoreCase(k))).foreach { k =>
-      throw new InvalidTableOperationException(s"Option '$k' applies to catalog table writes (writeTo / INSERT), " +
+      throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION", s"Option '$k' applies to catalog table writes (writeTo / INSERT), " +
         "where Spark distributes rows for the writer; path writes do not take it.")
     }
     parse(options, writeKeys)
@@ -90,7 +90,7 @@ object StrataOptions {
     val maxRecords = o.get(lc(MaxRecordsPerFile)).map(v => positiveLong(MaxRecordsPerFile, v, allowZero = true))
     val appId = o.get(lc(TxnAppId))
     val txnVersion = o.get(lc(TxnVersion)).map(v => positiveLong(TxnVersion, v, allowZero = true))
-    if (appId.isDefined != txnVersion.isDefined) throw new InvalidTableOperationException(
+    if (appId.isDefined != txnVersion.isDefined) throw InvalidTableOperationException("STRATA_CONFLICTING_OPTIONS",
       s"Options $TxnAppId and $TxnVersion go together: set both (an application id and its monotonically " +
         "increasing version) or neither.")
     appId.foreach(a => if (a.trim.isEmpty) bad(TxnAppId, a, "a non-empty application id"))
@@ -116,7 +116,7 @@ object StrataOptions {
     val o = normalize(options, readKeys)
     val version = o.get(lc(VersionAsOf)).map(v => positiveLong(VersionAsOf, v, allowZero = true))
     val ts = o.get(lc(TimestampAsOf))
-    if (version.isDefined && ts.isDefined) throw new InvalidTableOperationException(
+    if (version.isDefined && ts.isDefined) throw InvalidTableOperationException("STRATA_CONFLICTING_OPTIONS",
       s"Options $VersionAsOf and $TimestampAsOf cannot be used together: pick one.")
     ReadOptions(version, ts)
   }
@@ -130,7 +130,7 @@ object StrataOptions {
    */
   private[config] def refuseChangeFeed(options: Map[String, String], consequence: String): Unit =
     changeFeedOptions.find(n => options.keys.exists(_.equalsIgnoreCase(n))).foreach { n =>
-      throw new InvalidTableOperationException(
+      throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION",
         s"Option '$n': change data feed is not supported by Strata yet; $consequence")
     }
 
@@ -141,13 +141,12 @@ object StrataOptions {
     o.keys.toSeq.sorted.find(k => !knownLc(k)).foreach { k =>
       val original = options.keys.find(_.toLowerCase(Locale.ROOT) == k).getOrElse(k)
       comingSoon.find(lc(_) == k) match {
-        case Some(name) => throw new InvalidTableOperationException(
+        case Some(name) => throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION",
           s"Option '$name' is not supported by this version of Strata yet; nothing was written.")
         case None =>
           val closest = known.filterNot(_.startsWith("__")).minBy(c => io.strata.log.Spelling.editDistance(lc(c), k))
-          throw new InvalidTableOperationException(
-            s"Unknown option '$original'. Did you mean '$closest'? Known options: " +
-              known.filterNot(_.startsWith("__")).mkString(", ") + ".")
+          throw InvalidTableOperationException("STRATA_UNKNOWN_OPTION", Map("option" -> original,
+            "closest" -> closest, "known" -> known.filterNot(_.startsWith("__")).mkString(", ")))
       }
     }
     o
@@ -163,7 +162,8 @@ object StrataOptions {
   }
 
   private[config] def bad(name: String, value: String, allowed: String): Nothing =
-    throw new InvalidTableOperationException(s"Option '$name' has invalid value '$value': it must be $allowed.")
+    throw InvalidTableOperationException("STRATA_INVALID_OPTION_VALUE",
+      Map("setting" -> s"Option '$name'", "value" -> value, "allowed" -> allowed))
 
   private[config] def positiveLong(name: String, v: String, allowZero: Boolean): Long =
     v.trim.toLongOption.filter(x => x > 0 || (allowZero && x == 0))

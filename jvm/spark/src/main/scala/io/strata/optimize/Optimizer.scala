@@ -72,8 +72,8 @@ object Optimizer {
   }
 
   private def conf(spark: SparkSession, key: String, default: Int): Int = spark.conf.getOption(key).map { v =>
-    v.trim.toIntOption.filter(_ > 0).getOrElse(throw new InvalidTableOperationException(
-      s"Session conf $key has invalid value '$v': it must be a whole number > 0."))
+    v.trim.toIntOption.filter(_ > 0).getOrElse(throw InvalidTableOperationException("STRATA_INVALID_CONF_VALUE",
+      Map("setting" -> s"Session conf $key", "value" -> v, "allowed" -> "a whole number > 0")))
   }.getOrElse(default)
 
   private final class Run(spark: SparkSession, log: TableLog, snapshot: Snapshot, plan: OptimizePlan,
@@ -202,7 +202,8 @@ final case class OptimizeSettings(selects: Map[String, Option[String]] => Boolea
 
 object OptimizeSettings {
   private def invalid(argument: String, what: String, expected: String) =
-    new InvalidTableOperationException(s"CALL optimize: argument $argument $what; expected $expected.")
+    InvalidTableOperationException("STRATA_INVALID_PROCEDURE_ARGUMENT",
+      Map("procedure" -> "optimize", "argument" -> argument, "problem" -> what, "expected" -> expected))
 
   def resolve(spark: SparkSession, snapshot: Snapshot, request: OptimizeRequest): OptimizeSettings = {
     val table = io.strata.table.TableSchema.of(snapshot.metadata)
@@ -265,11 +266,11 @@ object OptimizeSettings {
             case Some('t') => 1L << 40; case _ => 1L
           }
           val bytes = BigInt(n) * scale
-          if (bytes <= 0 || bytes > Long.MaxValue) throw new InvalidTableOperationException(
-            s"Table property delta.targetFileSize has invalid value '$v': it must be a size > 0.")
+          if (bytes <= 0 || bytes > Long.MaxValue)
+            throw TableProperties.invalidValue("Table property delta.targetFileSize", v, "a size > 0")
           bytes.toLong
-        case _ => throw new InvalidTableOperationException(s"Table property delta.targetFileSize has invalid value " +
-          s"'$v': it must be a number of bytes, optionally with a unit (134217728, 128mb, 1g).")
+        case _ => throw TableProperties.invalidValue("Table property delta.targetFileSize", v,
+          "a number of bytes, optionally with a unit (134217728, 128mb, 1g)")
       }
   }
 }

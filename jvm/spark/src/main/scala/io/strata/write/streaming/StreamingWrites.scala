@@ -26,15 +26,15 @@ object StreamingWrites {
   def parse(options: Map[String, String], catalog: Boolean): WriteOptions = {
     val raw = withoutSparkOptions(options)
     def has(key: String) = raw.keys.exists(_.equalsIgnoreCase(key))
-    if (has(StrataOptions.TxnVersion)) throw new InvalidTableOperationException(
+    if (has(StrataOptions.TxnVersion)) throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION",
       s"Option ${StrataOptions.TxnVersion} does not apply to streaming writes: each micro-batch commits with its " +
         s"batch id as the version. Give ${StrataOptions.TxnAppId} alone to name the application across checkpoints.")
     Seq(StrataOptions.ReplaceWhere, StrataOptions.PartitionOverwriteMode, StrataOptions.OverwriteSchema).find(has)
-      .foreach { k => throw new InvalidTableOperationException(s"Option '$k' does not apply to streaming writes: " +
+      .foreach { k => throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION", s"Option '$k' does not apply to streaming writes: " +
         "output mode 'append' adds each micro-batch's rows, 'complete' replaces all rows of the table with them.") }
     val appId = raw.collectFirst { case (k, v) if k.equalsIgnoreCase(StrataOptions.TxnAppId) => v }
-    appId.foreach(a => if (a.trim.isEmpty) throw new InvalidTableOperationException(
-      s"Option '${StrataOptions.TxnAppId}' has invalid value '$a': it must be a non-empty application id."))
+    appId.foreach(a => if (a.trim.isEmpty) throw InvalidTableOperationException("STRATA_INVALID_OPTION_VALUE",
+      Map("setting" -> s"Option '${StrataOptions.TxnAppId}'", "value" -> a, "allowed" -> "a non-empty application id")))
     val rest = raw.filterNot(_._1.equalsIgnoreCase(StrataOptions.TxnAppId))
     // The session's txnAppId / txnVersion confs are for batch SQL (foreachBatch); the stream's own ids rule here.
     val parsed = if (catalog) StrataOptions.parseCatalogWrite(rest, _ => None) else StrataOptions.parseWrite(rest)
@@ -45,12 +45,13 @@ object StreamingWrites {
   def writeMode(mode: OutputMode, table: String): WriteMode =
     if (mode == OutputMode.Append()) WriteMode.Append
     else if (mode == OutputMode.Complete()) WriteMode.Overwrite
-    else throw new InvalidTableOperationException(s"Strata's streaming sink (table $table) supports the output " +
+    else throw InvalidTableOperationException("STRATA_UNSUPPORTED_STREAMING_MODE", s"Strata's streaming sink (table $table) supports the output " +
       s"modes 'append' (each micro-batch's rows are added) and 'complete' (each micro-batch replaces all rows of the " +
       s"table), not '${mode.toString.toLowerCase(Locale.ROOT)}'. To update rows by key, write each micro-batch with " +
       "foreachBatch and MERGE INTO, made idempotent by txnAppId/txnVersion.")
 
-  def continuousRefused(table: String): InvalidTableOperationException = new InvalidTableOperationException(
+  def continuousRefused(table: String): InvalidTableOperationException = InvalidTableOperationException(
+    "STRATA_UNSUPPORTED_STREAMING_MODE",
     s"Strata's streaming sink (table $table) runs micro-batches (triggers processingTime, availableNow, once); " +
       "continuous processing is not supported.")
 
