@@ -134,7 +134,8 @@ object StrataDataSource {
     override def schema(): StructType = tableSchema
     override def capabilities(): java.util.Set[TableCapability] = java.util.EnumSet.of(TableCapability.MICRO_BATCH_READ)
     override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = () => new StrataStreamScan(
-      new Path(path.getOrElse(throw InvalidTableOperationException("STRATA_PATH_REQUIRED", Map("how" -> ".load(path)")))),
+      new Path(path.getOrElse(throw InvalidTableOperationException("STRATA_PATH_REQUIRED",
+        Map("how" -> ".load(path)")))),
       name(), tableSchema, options)
   }
 }

@@ -24,13 +24,16 @@ object ActionCodec {
   /** Parses one log line. Throws [[MalformedActionException]] (with the reason) for anything that is not an action. */
   def parse(line: String): Action = {
     val node = try mapper.readTree(line) catch {
-      case e: Exception => throw MalformedActionException("STRATA_MALFORMED_ACTION", s"not valid JSON (${e.getMessage.linesIterator.next()})")
+      case e: Exception => throw MalformedActionException("STRATA_MALFORMED_ACTION",
+        s"not valid JSON (${e.getMessage.linesIterator.next()})")
     }
     if (node == null || !node.isObject || node.size != 1) {
-      throw MalformedActionException("STRATA_MALFORMED_ACTION", "an action line must be a JSON object with exactly one key")
+      throw MalformedActionException("STRATA_MALFORMED_ACTION",
+        "an action line must be a JSON object with exactly one key")
     }
     val (key, body) = { val e = node.properties.iterator.next(); (e.getKey, e.getValue) }
-    if (!body.isObject) throw MalformedActionException("STRATA_MALFORMED_ACTION", s"the value of '$key' must be a JSON object")
+    if (!body.isObject) throw MalformedActionException("STRATA_MALFORMED_ACTION",
+      s"the value of '$key' must be a JSON object")
     fromJson(key, body.asInstanceOf[ObjectNode])
   }
 
@@ -130,7 +133,8 @@ object ActionCodec {
 
   private def deletionVector(o: ObjectNode): Option[DeletionVectorDescriptor] =
     field(o, "deletionVector").map { n =>
-      if (!n.isObject) throw MalformedActionException("STRATA_MALFORMED_ACTION", "'deletionVector' must be a JSON object")
+      if (!n.isObject) throw MalformedActionException("STRATA_MALFORMED_ACTION",
+        "'deletionVector' must be a JSON object")
       try DeletionVectorDescriptor.parse(n) catch {
         case e: CorruptLogException => throw MalformedActionException("STRATA_MALFORMED_ACTION", e.messageText)
       }
@@ -150,7 +154,8 @@ object ActionCodec {
     val p = reqText(o, a, "path")
     try new java.net.URI(p) catch {
       case e: java.net.URISyntaxException =>
-        throw MalformedActionException("STRATA_MALFORMED_ACTION", s"'$a.path' must be a URI-encoded path, not '$p' (${e.getReason})")
+        throw MalformedActionException("STRATA_MALFORMED_ACTION",
+          s"'$a.path' must be a URI-encoded path, not '$p' (${e.getReason})")
     }
     p
   }

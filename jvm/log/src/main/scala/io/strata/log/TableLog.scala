@@ -113,7 +113,8 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     commits.map { case (v, st) =>
       val ict = ictFrom.filter(v >= _).map { _ =>
         readCommit(v, st.getPath).collectFirst { case c: CommitInfo => c.inCommitTimestamp }.flatten.getOrElse(
-          throw CorruptLogException("STRATA_CORRUPT_LOG", s"Commit $v of $tablePath has no commitInfo.inCommitTimestamp, but the table " +
+          throw CorruptLogException("STRATA_CORRUPT_LOG",
+            s"Commit $v of $tablePath has no commitInfo.inCommitTimestamp, but the table " +
             "has in-commit timestamps from version " + ictFrom.get + " on."))
       }
       last = ict.getOrElse(math.max(last + 1, st.getModificationTime))
@@ -136,12 +137,14 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
 
   private def readCommit(version: Long, path: Path): Seq[Action] = {
     val lines = try store.read(path) catch {
-      case e: FileNotFoundException => throw CorruptLogException("STRATA_CORRUPT_LOG", s"Commit file $path of version $version is missing.", e)
+      case e: FileNotFoundException => throw CorruptLogException("STRATA_CORRUPT_LOG",
+        s"Commit file $path of version $version is missing.", e)
     }
-    if (lines.isEmpty) throw CorruptLogException("STRATA_CORRUPT_LOG", s"Commit file $path of version $version is empty.")
+    if (lines.isEmpty) throw CorruptLogException("STRATA_CORRUPT_LOG",
+      s"Commit file $path of version $version is empty.")
     lines.zipWithIndex.map { case (line, i) =>
       try ActionCodec.parse(line) catch {
-        case e: MalformedActionException => throw CorruptLogException("STRATA_CORRUPT_LOG", 
+        case e: MalformedActionException => throw CorruptLogException("STRATA_CORRUPT_LOG",
           s"Commit file $path of version $version is corrupt or truncated at line ${i + 1}: ${e.messageText}.", e)
       }
     }
@@ -168,7 +171,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
       s"Version $version of $tablePath does not exist; the latest version is $latest.")
     val usable = listing.checkpoints.keys.filter(_ <= version).toSeq.sorted.reverse
     if (listing.v2Checkpoints.exists(v => v <= version && usable.headOption.forall(_ < v))) {
-      throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL", 
+      throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
         s"Table $tablePath uses V2 checkpoints (reader feature v2Checkpoint), which Strata does not support yet.")
     }
     // Newest checkpoint first; an unreadable one is passed over when the commits after an older one are all there.
@@ -217,7 +220,8 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     cpFiles.foreach { f =>
       val actions = try store.readCheckpoint(f).toVector catch {
         case e: MalformedActionException => throw new CheckpointUnreadable(
-          CorruptLogException("STRATA_CORRUPT_LOG", s"Checkpoint file $f holds a malformed action: ${e.messageText}.", e))
+          CorruptLogException("STRATA_CORRUPT_LOG",
+            s"Checkpoint file $f holds a malformed action: ${e.messageText}.", e))
         case e: StrataException => throw e
         case NonFatal(e) => throw new CheckpointUnreadable(
           CorruptLogException("STRATA_CORRUPT_LOG", s"Checkpoint file $f is unreadable: $e.", e))

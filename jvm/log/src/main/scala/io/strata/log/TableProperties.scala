@@ -123,7 +123,8 @@ object TableProperties {
       if (lk.startsWith(FeaturePrefix)) FeaturePrefix + canonicalFeature(key, table) -> value
       else Seq(MinReaderVersion, MinWriterVersion, IgnoreProtocolDefaults).find(_.equalsIgnoreCase(key)).get -> value
     } else if (lk.startsWith("delta.universalformat.config.")) {
-      throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL", s"Table property $key of $table configures UniForm, which Strata does " +
+      throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
+        s"Table property $key of $table configures UniForm, which Strata does " +
         "not support yet.")
     } else byLowerKey.get(lk) match {
       case Some((canonical, check)) => checkValue(canonical, check, value, table); canonical -> value
@@ -149,7 +150,7 @@ object TableProperties {
       case Interval => if (Intervals.parseMillis(value).isEmpty) bad("an interval such as 'interval 7 days' " +
         "(units: millisecond, second, minute, hour, day, week; months and years are not accepted)")
       case OneOf(values) => if (!values.exists(_.equalsIgnoreCase(value.trim))) bad(values.mkString("one of ", ", ", ""))
-      case Unsupported(why, isOff) => if (!isOff(value)) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL", 
+      case Unsupported(why, isOff) => if (!isOff(value)) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
         s"Table property $key='$value' of $table needs $why, which Strata cannot write yet; nothing was changed.")
     }
   }
@@ -177,17 +178,20 @@ object TableProperties {
       if (!v.trim.equalsIgnoreCase("true") && !v.trim.equalsIgnoreCase("false"))
         throw invalidValue(s"Table property $k of $table", v, "true or false")
     }
-    if (reader.contains(2)) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL", s"Table property $MinReaderVersion=2 of $table " +
+    if (reader.contains(2)) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
+      s"Table property $MinReaderVersion=2 of $table " +
       "means column mapping, which Strata cannot write yet; use 1, or 3 together with delta.minWriterVersion=7.")
     writer.flatMap(ProtocolSupport.legacyWriterNeeds.get).foreach { need =>
-      throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL", s"Table property $MinWriterVersion=${writer.get} of $table means $need, " +
+      throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
+        s"Table property $MinWriterVersion=${writer.get} of $table means $need, " +
         "which Strata cannot write yet; use 2, 3 or 7.")
     }
     val features = props.toSeq.filter(_._1.toLowerCase(Locale.ROOT).startsWith(FeaturePrefix)).map { case (k, v) =>
       if (!Seq("supported", "enabled").exists(_.equalsIgnoreCase(v.trim))) throw invalidValue(
         s"Table property $k of $table", v, "'supported' (features cannot be dropped by a property)")
       val name = canonicalFeature(k, table)
-      if (!ProtocolSupport.WritableFeatures(name)) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL", s"Table property $k of " +
+      if (!ProtocolSupport.WritableFeatures(name)) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
+        s"Table property $k of " +
         s"$table asks for table feature $name, which Strata cannot write yet (it writes " +
         s"${ProtocolSupport.WritableFeatures.toSeq.sorted.mkString(", ")}); nothing was changed.")
       name

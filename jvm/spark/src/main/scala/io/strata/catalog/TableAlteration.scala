@@ -30,7 +30,8 @@ object TableAlteration {
         conf = CheckConstraints.add(CheckConstraints.drop(conf, name, ifExists = true, table), name, c.value, table)
       case c: TableChange.SetProperty => set += c.property -> c.value
       case c: TableChange.RemoveProperty if TableProperties.isProtocolProperty(c.property) =>
-        throw InvalidTableOperationException("STRATA_UNSUPPORTED_ALTER", s"Cannot unset ${c.property} of $table: protocol properties are " +
+        throw InvalidTableOperationException("STRATA_UNSUPPORTED_ALTER",
+          s"Cannot unset ${c.property} of $table: protocol properties are " +
           "not stored (they upgraded the protocol, which is never downgraded); nothing was changed.")
       case c: TableChange.RemoveProperty => conf = conf - c.property
       case c: TableChange.AddConstraint => conf = TableCreation.withConstraint(conf, c.constraint(), table)
@@ -49,7 +50,8 @@ object TableAlteration {
           case Some(a: TableChange.After) =>
             val i = schema.fieldIndex(a.column)
             StructType((schema.fields.take(i + 1) :+ field) ++ schema.fields.drop(i + 1))
-          case Some(other) => throw InvalidTableOperationException("STRATA_UNSUPPORTED_ALTER", s"Unsupported column position $other.")
+          case Some(other) => throw InvalidTableOperationException("STRATA_UNSUPPORTED_ALTER",
+            s"Unsupported column position $other.")
         }
       // Spark 4.1.1's MERGE WITH SCHEMA EVOLUTION asks for the source's type even when it is narrower (INT for a
       // BIGINT column); Strata changes no column type (Delta's type widening is not there), so only a no-op passes.
@@ -94,5 +96,6 @@ object TableAlteration {
 
   private def topLevel(names: Array[String], what: String): String =
     if (names.length == 1) names.head
-    else throw InvalidTableOperationException("STRATA_UNSUPPORTED_ALTER", s"$what on nested field ${names.mkString(".")} is not supported yet.")
+    else throw InvalidTableOperationException("STRATA_UNSUPPORTED_ALTER",
+      s"$what on nested field ${names.mkString(".")} is not supported yet.")
 }

@@ -39,7 +39,8 @@ object StreamReadOptions {
   def parse(options: Map[String, String]): StreamReadOptions = {
     import StrataOptions.{bad, lc}
     options.keys.find(k => deltaChangeOptions.exists(_.equalsIgnoreCase(k))).foreach { k =>
-      throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION", s"Option '$k' is not supported by Strata's streaming source: a commit " +
+      throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION",
+        s"Option '$k' is not supported by Strata's streaming source: a commit " +
         s"that removes or rewrites rows stops the stream unless $SkipChangeCommits=true, which skips such commits " +
         "entirely (their rows are not streamed).")
     }

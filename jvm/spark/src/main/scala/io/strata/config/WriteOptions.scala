@@ -66,14 +66,16 @@ object StrataOptions {
       case (None, None) => o
       case (Some(app), Some(v)) if app.trim.nonEmpty =>
         o.copy(txnAppId = Some(app), txnVersion = Some(positiveLong(SessionTxnVersion, v, allowZero = true)))
-      case _ => throw InvalidTableOperationException("STRATA_CONFLICTING_OPTIONS", s"Session confs $SessionTxnAppId and $SessionTxnVersion " +
+      case _ => throw InvalidTableOperationException("STRATA_CONFLICTING_OPTIONS",
+        s"Session confs $SessionTxnAppId and $SessionTxnVersion " +
         "go together: set both (a non-empty application id and its increasing version) or neither.")
     }
 
   /** Options of a path (V1) write. */
   def parseWrite(options: Map[String, String]): WriteOptions = {
     V2Only.find(k => options.keys.exists(_.equalsIgnoreCase(k))).foreach { k =>
-      throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION", s"Option '$k' applies to catalog table writes (writeTo / INSERT), " +
+      throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION",
+        s"Option '$k' applies to catalog table writes (writeTo / INSERT), " +
         "where Spark distributes rows for the writer; path writes do not take it.")
     }
     parse(options, writeKeys)

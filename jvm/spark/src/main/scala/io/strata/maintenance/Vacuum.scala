@@ -83,7 +83,8 @@ object Vacuum {
     val failed = notGone.filter(_.kind != "directory")
     if (log2) commit(log, Operation("VACUUM END", Map("status" -> (if (failed.isEmpty) "COMPLETED" else "FAILED")),
       Map("numDeletedFiles" -> gone.size.toLong, "numVacuumedDirectories" -> stats.directories)))
-    if (failed.nonEmpty) throw StrataException("STRATA_VACUUM_INCOMPLETE", s"VACUUM of $name deleted ${gone.size} of ${targets.size} files " +
+    if (failed.nonEmpty) throw StrataException("STRATA_VACUUM_INCOMPLETE",
+      s"VACUUM of $name deleted ${gone.size} of ${targets.size} files " +
       s"and directories; ${failed.size} could not be deleted, e.g. " + failed.take(5).map(t => s"${t.path} (" +
       (byPath.get(t.path) match {
         case Some(ParallelFiles.Failed(why)) => why

@@ -13,10 +13,11 @@ final case class TableSchema(schema: StructType, partitionColumns: Seq[String]) 
 object TableSchema {
   def of(m: Metadata): TableSchema = {
     val schema = try DataType.fromJson(m.schemaString).asInstanceOf[StructType] catch {
-      case e: Exception => throw CorruptLogException("STRATA_CORRUPT_LOG", s"The table schema in metaData ${m.id} is unreadable: $e", e)
+      case e: Exception => throw CorruptLogException("STRATA_CORRUPT_LOG",
+        s"The table schema in metaData ${m.id} is unreadable: $e", e)
     }
     m.partitionColumns.foreach { c =>
-      if (!schema.fieldNames.contains(c)) throw CorruptLogException("STRATA_CORRUPT_LOG", 
+      if (!schema.fieldNames.contains(c)) throw CorruptLogException("STRATA_CORRUPT_LOG",
         s"Partition column '$c' of metaData ${m.id} is not in the table schema.")
     }
     TableSchema(schema, m.partitionColumns)

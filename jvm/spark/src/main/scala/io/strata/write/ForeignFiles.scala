@@ -28,7 +28,8 @@ object ForeignFiles {
       .map(st => if (st.isDirectory) foreign(st.getPath) else Some(st.getPath.getName).filterNot(ours))
       .collectFirst { case Some(name) => name }
     if (fs.exists(log.tablePath)) foreign(log.tablePath).foreach { name =>
-      throw InvalidTableOperationException("STRATA_NOT_A_TABLE_LOCATION", s"${log.tablePath} holds files ($name) but no Strata/Delta log. " +
+      throw InvalidTableOperationException("STRATA_NOT_A_TABLE_LOCATION",
+        s"${log.tablePath} holds files ($name) but no Strata/Delta log. " +
         "Write to an empty or new location.")
     }
   }

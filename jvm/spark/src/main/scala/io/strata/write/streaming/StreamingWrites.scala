@@ -30,7 +30,8 @@ object StreamingWrites {
       s"Option ${StrataOptions.TxnVersion} does not apply to streaming writes: each micro-batch commits with its " +
         s"batch id as the version. Give ${StrataOptions.TxnAppId} alone to name the application across checkpoints.")
     Seq(StrataOptions.ReplaceWhere, StrataOptions.PartitionOverwriteMode, StrataOptions.OverwriteSchema).find(has)
-      .foreach { k => throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION", s"Option '$k' does not apply to streaming writes: " +
+      .foreach { k => throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION",
+        s"Option '$k' does not apply to streaming writes: " +
         "output mode 'append' adds each micro-batch's rows, 'complete' replaces all rows of the table with them.") }
     val appId = raw.collectFirst { case (k, v) if k.equalsIgnoreCase(StrataOptions.TxnAppId) => v }
     appId.foreach(a => if (a.trim.isEmpty) throw InvalidTableOperationException("STRATA_INVALID_OPTION_VALUE",
@@ -45,7 +46,8 @@ object StreamingWrites {
   def writeMode(mode: OutputMode, table: String): WriteMode =
     if (mode == OutputMode.Append()) WriteMode.Append
     else if (mode == OutputMode.Complete()) WriteMode.Overwrite
-    else throw InvalidTableOperationException("STRATA_UNSUPPORTED_STREAMING_MODE", s"Strata's streaming sink (table $table) supports the output " +
+    else throw InvalidTableOperationException("STRATA_UNSUPPORTED_STREAMING_MODE",
+      s"Strata's streaming sink (table $table) supports the output " +
       s"modes 'append' (each micro-batch's rows are added) and 'complete' (each micro-batch replaces all rows of the " +
       s"table), not '${mode.toString.toLowerCase(Locale.ROOT)}'. To update rows by key, write each micro-batch with " +
       "foreachBatch and MERGE INTO, made idempotent by txnAppId/txnVersion.")

@@ -44,7 +44,8 @@ final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo, base: Snap
 
   override def build(): Write = {
     if (options.replaceWhere.isDefined || options.partitionOverwriteMode.isDefined) {
-      throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION", "Options replaceWhere and partitionOverwriteMode belong to path " +
+      throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION",
+        "Options replaceWhere and partitionOverwriteMode belong to path " +
         "writes; for catalog tables use INSERT OVERWRITE ... PARTITION, overwrite(condition) or overwritePartitions().")
     }
     new StrataWrite(log, info, TableWrite.begin(log, info.schema(), mode, options, postCommit, Some(Some(base))),
