@@ -65,5 +65,20 @@ def test_user_flow_on_spark_connect(tmp_path: Path, mode: str) -> None:
     assert out["raw_option_error"]["message"].startswith("Unknown option 'compresion'. Did you mean 'compression'?")
     assert out["missing_table_error"]["type"] == "TableNotFoundError"
     assert out["missing_table_error"]["jvm_class"] == "io.strata.log.TableNotFoundException"
+    assert out["exists_error"]["type"] == "TableExistsError"
+    assert out["check_error"]["type"] == "ConstraintViolationError"
+    assert out["check_error"]["message"] == "CHECK constraint pos (id > 0) violated by row with values: id = -1"
+    # Every one carries its condition and SQLSTATE; where Strata's exception is the error Spark Connect sends (not the
+    # cause of a failed job or a row check inside the tasks), the client's own exception has them too.
+    conditions = {"schema_error": ("STRATA_SCHEMA_MISMATCH", "42K09", True),
+                  "raw_option_error": ("STRATA_UNKNOWN_OPTION", "42616", True),
+                  "missing_table_error": ("STRATA_TABLE_NOT_FOUND", "42P01", True),
+                  "exists_error": ("STRATA_TABLE_ALREADY_EXISTS", "42P07", True),
+                  "constraint_error": ("STRATA_REPLACE_WHERE_MISMATCH", "44000", False),
+                  "check_error": ("STRATA_CHECK_CONSTRAINT_VIOLATION", "23001", False)}
+    for key, (condition, sql_state, sent) in conditions.items():
+        assert (out[key]["condition"], out[key]["sql_state"]) == (condition, sql_state), (key, out[key])
+        if sent:
+            assert (out[key]["spark_condition"], out[key]["spark_sql_state"]) == (condition, sql_state), (key, out[key])
 
     assert out["catalog_columns"] == ["id", "day"] and out["catalog_location_exists"]
