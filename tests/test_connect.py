@@ -54,7 +54,8 @@ def test_user_flow_on_spark_connect(tmp_path: Path, mode: str) -> None:
     assert out["restore"] == [4, 1, [[1, "FR"], [2, "DE"], [3, "FR"]]]
     assert out["checkpoint"] == 4 and out["cleanup_log"] == 0
     assert out["validation_error"] == {
-        "type": "InvalidOptionError", "jvm_class": None,
+        "type": "InvalidOptionError", "jvm_class": None, "condition": None, "sql_state": None,  # checked in Python
+        "spark_condition": None, "spark_sql_state": None,
         "message": "replace_where must be used with mode 'overwrite' only; got \"mode 'append'\""}
     assert out["schema_error"]["type"] == "SchemaMismatchError"
     assert out["schema_error"]["message"].startswith("The data does not match the schema of ")
@@ -68,8 +69,8 @@ def test_user_flow_on_spark_connect(tmp_path: Path, mode: str) -> None:
     assert out["exists_error"]["type"] == "TableExistsError"
     assert out["check_error"]["type"] == "ConstraintViolationError"
     assert out["check_error"]["message"] == "CHECK constraint pos (id > 0) violated by row with values: id = -1"
-    # Every one carries its condition and SQLSTATE; where Strata's exception is the error Spark Connect sends (not the
-    # cause of a failed job or a row check inside the tasks), the client's own exception has them too.
+    # Every one carries its condition and SQLSTATE; for the driver-side ones, Strata's exception is the error Spark
+    # Connect sends, so the client's own exception (the cause) has them too. Row checks in tasks are only typed.
     conditions = {"schema_error": ("STRATA_SCHEMA_MISMATCH", "42K09", True),
                   "raw_option_error": ("STRATA_UNKNOWN_OPTION", "42616", True),
                   "missing_table_error": ("STRATA_TABLE_NOT_FOUND", "42P01", True),
