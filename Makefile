@@ -23,6 +23,9 @@ PEER_JARS    := $(BUILD_DIR)/peers/delta-spark_4.1_2.13-$(DELTA_VERSION).jar $(B
 S3PROXY_VERSION := 4.0.0
 S3PROXY_JAR  := $(BUILD_DIR)/s3proxy/s3proxy-$(S3PROXY_VERSION)-jar-with-dependencies.jar
 S3_TEST_JARS := $(BUILD_DIR)/s3-jars/.fetched
+# Test support only (fault-injecting log store for pytest's child drivers), never shipped: see build.sbt, `testkit`.
+TESTKIT_JAR  := $(BUILD_DIR)/strata-testkit.jar
+TESTKIT_SOURCES := $(shell find jvm/testkit/src/main jvm/log/src/main -type f 2>/dev/null) build.sbt VERSION project/build.properties
 PY_SOURCES   := $(shell find python/src -type f -name '*.py' -o -name 'py.typed' 2>/dev/null) python/pyproject.toml python/README.md VERSION
 
 # JVM proxy flags from the usual environment variables, so sbt and the JVMs it starts take the route mvn takes.
@@ -38,7 +41,7 @@ SBT := java $(SBT_OPTS) $(call proxy_opts) \
   -Dsbt.server.autostart=false -Dsbt.supershell=false -Dsbt.color=false -Dsbt.ci=true \
   -jar $(SBT_LAUNCH)
 
-.PHONY: build demo test test-jvm test-log test-python typecheck jar wheel sbt clean bench bench-jars peer-jars s3-test-jars
+.PHONY: build demo test test-jvm test-log test-python typecheck jar wheel sbt clean bench bench-jars peer-jars s3-test-jars testkit
 
 ## build: bootstrap sbt, build the connector jar, create .venv and install the strata wheel into it
 build: $(VENV)/.installed
@@ -49,7 +52,7 @@ demo: build
 
 ## test: build, then run every test (mypy --strict, then scalatest and pytest side by side: each spends much of its
 ## time waiting on child JVMs and peers, so on 2 cores the pair takes well under the sum; output grouped per suite)
-test: build typecheck $(SBT_LAUNCH) $(SBT_REPOS) $(PEER_JARS) $(S3_TEST_JARS) $(S3PROXY_JAR)
+test: build typecheck $(SBT_LAUNCH) $(SBT_REPOS) $(PEER_JARS) $(S3_TEST_JARS) $(S3PROXY_JAR) $(TESTKIT_JAR)
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-jvm test-python
 
 ## test-jvm: scalatest of both modules (log, then spark); SUITES="io.strata.log.ConflictMatrixSuite ..." runs only
@@ -61,8 +64,17 @@ test-jvm: $(SBT_LAUNCH) $(SBT_REPOS) $(S3PROXY_JAR) $(PEER_JARS)
 test-log: $(SBT_LAUNCH) $(SBT_REPOS) $(PEER_JARS)
 	$(SBT) log/test < /dev/null
 
-test-python: build $(PEER_JARS) $(S3_TEST_JARS) $(S3PROXY_JAR)
+test-python: build $(PEER_JARS) $(S3_TEST_JARS) $(S3PROXY_JAR) $(TESTKIT_JAR)
 	$(VENV)/bin/pytest -q --durations=25 $(if $(PYTESTS),$(PYTESTS),tests)
+
+## testkit: the test-support jar (jvm/testkit: the fault-injecting log store) that pytest's child drivers put on their
+## class path beside the connector's jar (tests/streaming_child.py); never in the connector's jar or the wheel.
+## Order-only after the connector's jar, so that the two sbt runs never overlap.
+testkit: $(TESTKIT_JAR)
+
+$(TESTKIT_JAR): $(SBT_LAUNCH) $(SBT_REPOS) $(TESTKIT_SOURCES) | $(JAR_SRC)
+	$(SBT) testkit/package < /dev/null
+	cp jvm/testkit/target/scala-2.13/strata-testkit_2.13-$(VERSION).jar $@
 
 ## peer-jars: delta-spark from Maven Central, for interoperability tests (never shipped)
 peer-jars: $(PEER_JARS)
@@ -176,4 +188,4 @@ sbt: $(SBT_LAUNCH) $(SBT_REPOS)
 	java $(SBT_OPTS) $(call proxy_opts) -Dsbt.repository.config=$(SBT_REPOS) -Dsbt.override.build.repos=true -jar $(SBT_LAUNCH)
 
 clean:
-	rm -rf $(BUILD_DIR) jvm/log/target jvm/spark/target target project/target project/project python/src/strata/jars $(VENV)
+	rm -rf $(BUILD_DIR) jvm/log/target jvm/spark/target jvm/testkit/target target project/target project/project python/src/strata/jars $(VENV)

@@ -1,6 +1,7 @@
 // Strata: transactional Delta-protocol table writes for Spark 4.1.1.
 // Two JVM modules: jvm/log, the Delta log core (no Spark on its class path), and jvm/spark, the Spark connector that
 // depends on it. The connector's jar carries both (one jar); the Python package in python/ ships it.
+// jvm/testkit holds test-support classes only (fault-injecting log stores), never shipped: see `testkit` below.
 
 lazy val sparkVersion = "4.1.1"
 // S3 tests only: the hadoop-aws of Spark 4.1.1's Hadoop and the slim AWS SDK v2 modules S3A uses, instead of the
@@ -21,7 +22,7 @@ lazy val sparkJavaOpens = Seq(
 ).map(p => s"--add-opens=$p=ALL-UNNAMED") :+ "-Djdk.reflect.useDirectMethodHandle=false"
 
 lazy val root = (project in file("."))
-  .aggregate(log, spark)
+  .aggregate(log, spark, testkit)
   .settings(publish / skip := true)
 
 // The versions Spark 4.1.1 ships (all Provided: at run time they come from Spark's distribution).
@@ -44,7 +45,27 @@ lazy val log = (project in file("jvm/log"))
     Test / fork := true,
     Test / javaOptions ++= Seq("-Xmx2g", "-Xss4m", "-XX:+UseParallelGC"),
     Test / parallelExecution := false,
-    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oDF")
+    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oDF"),
+    // The test-support sources (jvm/testkit) are compiled into the log core's tests too: its suites, and through
+    // them the connector's, plug the fault-injecting log store in. (A project dependency on testkit would be a cycle.)
+    Test / unmanagedSourceDirectories += (ThisBuild / baseDirectory).value / "jvm/testkit/src/main/scala"
+  )
+
+/**
+ * Test support that a test plugs into a Strata process through its configuration (a LogStore class set by
+ * `strata.logStore.<scheme>.impl`), so that the production classes carry no test hooks. Its jar
+ * (build/strata-testkit.jar, `make testkit`) goes onto the class path of the child drivers pytest starts (beside the
+ * connector's jar); it is never part of the connector's jar or the wheel. Everything it uses comes from that jar and
+ * Spark's distribution at run time (Provided).
+ */
+lazy val testkit = (project in file("jvm/testkit"))
+  .dependsOn(log % Provided)
+  .settings(
+    name := "strata-testkit",
+    libraryDependencies ++= logDependencies.map(_ % Provided),
+    scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature", "-Wunused:imports"),
+    javacOptions ++= Seq("--release", "17"),
+    publish / skip := true
   )
 
 lazy val spark = (project in file("jvm/spark"))

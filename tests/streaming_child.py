@@ -2,22 +2,36 @@
 a Strata path table. The test kills its driver JVM with SIGKILL and starts it again from the same checkpoint.
 
 Argument: a JSON object with `input`, `table`, `checkpoint`, `pid_file` (the driver JVM writes its pid there),
-optional `pause_at` / `marker` (the test-only pause point, `strata.test.pauseAt`), `txn_app_id`, and
-`available_now` (process every file, then exit; otherwise run until killed).
+optional `pause_at` / `marker` (a pause point, see below), `txn_app_id`, and `available_now` (process every file,
+then exit; otherwise run until killed).
+
+The driver runs with two test-support classes from build/strata-testkit.jar (which `make test-python` builds; never
+part of the product): the log store io.strata.testkit.FaultInjectingLogStore and, for FileContext's `file` paths,
+io.strata.testkit.PausingLocalFs. `pause_at` = `beforeCommit@<n>` makes the driver write `marker` and block right
+before the put of micro-batch n's log commit (its `txn` version is n); `afterCommit@<n>`, once that commit and all the
+sink does after it are done, right before Spark records batch n in its checkpoint (`commits/<n>`). The test kills it
+there.
 """
 from __future__ import annotations
 
 import json
 import os
 import sys
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 import strata
 
+TESTKIT_JAR = Path(__file__).resolve().parent.parent / "build" / "strata-testkit.jar"
+LOG_STORE = "io.strata.testkit.FaultInjectingLogStore"
+FILE_CONTEXT_FS = "io.strata.testkit.PausingLocalFs"
+
 
 def main() -> None:
     args = json.loads(sys.argv[1])
+    if not TESTKIT_JAR.is_file():
+        sys.exit(f"{TESTKIT_JAR} is missing: build it with `make testkit` (`make test-python` does)")
     builder = (
         SparkSession.builder.master("local[2]")
         .appName("strata-streaming-child")
@@ -25,8 +39,11 @@ def main() -> None:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("strata.test.pauseAt", args.get("pause_at", ""))
-        .config("strata.test.pauseMarker", args.get("marker", ""))
+        .config("spark.jars", str(TESTKIT_JAR))  # configure_spark adds the connector's jar after it
+        .config("spark.hadoop.strata.logStore.file.impl", LOG_STORE)
+        .config("spark.hadoop.fs.AbstractFileSystem.file.impl", FILE_CONTEXT_FS)
+        .config("spark.hadoop.strata.testkit.pauseAt", args.get("pause_at", ""))
+        .config("spark.hadoop.strata.testkit.pauseMarker", args.get("marker", ""))
     )
     spark = strata.configure_spark(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

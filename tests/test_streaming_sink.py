@@ -3,9 +3,11 @@
 A query in a child process (tests/streaming_child.py, one JSON file per micro-batch) has its driver JVM killed with
 SIGKILL and is started again from its checkpoint (the last time in the test's own Spark application, which runs it to
 the end), at chosen points: before a micro-batch's log commit (its files written), between the log commit and Spark's
-checkpoint (the batch is replayed on restart), and at random moments of the next batch. The places are deterministic: the test-only conf `strata.test.pauseAt=<point>@<batch>` makes the
-driver write a marker and block right there, and the test kills it then. STRATA_STREAM_KILLS=<n> adds n kills at
-random moments (the default run does 2 of them, beside 4 at the fixed points).
+checkpoint (the batch is replayed on restart), and at random moments of the next batch. The places are deterministic:
+the child runs with test-support classes (build/strata-testkit.jar) whose pause point `<point>@<batch>` makes the
+driver write a marker and block right before the put of that batch's log commit, or right before Spark records the
+committed batch in its checkpoint, and the test kills it then. STRATA_STREAM_KILLS=<n> adds n kills at random moments (the default run does 2 of them, beside 4 at
+the fixed points).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 package io.strata
 
-import io.strata.config.{StrataOptions, WriteOptions}
+import io.strata.config.{StrataOptions, WriteConf, WriteEntry}
 import io.strata.log.{InvalidTableOperationException, TableAlreadyExistsException, TableLog}
 import io.strata.optimize.AutoCompaction
 import io.strata.read.SnapshotReader
@@ -57,8 +57,8 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
 
   override def createRelation(sqlContext: SQLContext, mode: SaveMode, parameters: Map[String, String],
                               data: DataFrame): BaseRelation = {
-    val options = StrataOptions.withSessionTransaction(
-      StrataOptions.parseWrite(StrataDataSource.originalOptions(parameters)), sqlContext.sparkSession.conf.getOption)
+    val conf = WriteConf.forWrite(StrataDataSource.originalOptions(parameters), WriteEntry.PathWrite,
+      sqlContext.sparkSession.conf.getOption)
     val log = tableLog(sqlContext, parameters)
     val existing = log.snapshotOption()
     val exists = existing.isDefined
@@ -68,28 +68,25 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
       case SaveMode.Ignore if exists => // nothing to do
       case _ =>
         if (!exists) ForeignFiles.refuse(log)
-        V1TableWriter.write(log, data, writeMode(sqlContext, mode, options), options, existing,
-          AutoCompaction.Hook)
+        V1TableWriter.write(log, data, writeMode(mode, conf), conf, existing, AutoCompaction.Hook)
     }
     SnapshotReader.relation(sqlContext.sparkSession, log.snapshot()) // the cache has it: no replay
   }
 
   /** The table-level meaning of a save mode plus replaceWhere / partitionOverwriteMode (option > session conf). */
-  private def writeMode(sqlContext: SQLContext, mode: SaveMode, options: WriteOptions): WriteMode = {
-    val dynamic = options.partitionOverwriteMode
-      .orElse(sqlContext.sparkSession.conf.getOption("spark.sql.sources.partitionOverwriteMode").map(_.toLowerCase))
-      .contains("dynamic")
-    (mode, options.replaceWhere) match {
-      case (SaveMode.Overwrite, Some(_)) if options.partitionOverwriteMode.contains("dynamic") =>
+  private def writeMode(mode: SaveMode, conf: WriteConf): WriteMode = {
+    val dynamic = conf.dynamicPartitionOverwrite
+    val dynamicByOption = dynamic && conf.givenAsOption(io.strata.config.WriteSettings.PartitionOverwriteMode)
+    (mode, conf.replaceWhere) match {
+      case (SaveMode.Overwrite, Some(_)) if dynamicByOption =>
         throw InvalidTableOperationException("STRATA_CONFLICTING_OPTIONS",
           "Options replaceWhere and partitionOverwriteMode=dynamic cannot be combined: pick one.")
       case (SaveMode.Overwrite, Some(p)) => WriteMode.ReplaceWhere(p)
-      case (SaveMode.Overwrite, None) if dynamic && !options.overwriteSchema => WriteMode.DynamicOverwrite
+      case (SaveMode.Overwrite, None) if dynamic && !conf.overwriteSchema => WriteMode.DynamicOverwrite
       case (SaveMode.Overwrite, None) => WriteMode.Overwrite
       case (_, Some(_)) => throw InvalidTableOperationException("STRATA_CONFLICTING_OPTIONS",
         "Option replaceWhere only applies to mode 'overwrite'.")
-      case _ if options.partitionOverwriteMode.contains("dynamic") => throw InvalidTableOperationException(
-        "STRATA_CONFLICTING_OPTIONS",
+      case _ if dynamicByOption => throw InvalidTableOperationException("STRATA_CONFLICTING_OPTIONS",
         "Option partitionOverwriteMode=dynamic only applies to mode 'overwrite'.")
       case _ => WriteMode.Append
     }
@@ -112,9 +109,8 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
     val path = original.find(_._1.equalsIgnoreCase(StrataOptions.Path)).map(_._2).getOrElse(
       throw InvalidTableOperationException("STRATA_PATH_REQUIRED", Map("how" -> ".start(path), or .toTable(name)")))
     val mode = StreamingWrites.writeMode(outputMode, path)
-    val options = StreamingWrites.parse(original, catalog = false)
-    new StrataSink(path, if (partitionColumns.isEmpty) options else options.copy(partitionColumns = Some(partitionColumns)),
-      mode, AutoCompaction.Hook)
+    val conf = WriteConf.forWrite(original, WriteEntry.PathStream, sqlContext.sparkSession.conf.getOption)
+    new StrataSink(path, conf.withPartitionColumns(partitionColumns), mode, AutoCompaction.Hook)
   }
 }
 

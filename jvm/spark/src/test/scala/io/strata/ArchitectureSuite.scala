@@ -4,11 +4,14 @@ import io.strata.ScalaSources.{Source, Use}
 import io.strata.log.Fixtures
 import org.scalatest.funsuite.AnyFunSuite
 
+import scala.jdk.CollectionConverters._
+
 /**
  * The layout's rules (docs/architecture.md), checked on the main sources of both modules read as text
  * ([[ScalaSources]]): (a) the log core (jvm/log) names no Spark class; (b) the packages io.strata.* form no cycle;
- * (c) only the forwarder package org.apache.spark.sql.strata touches Spark internals. Each failure lists every
- * offending place, file and line, and says what to do.
+ * (c) only the forwarder package org.apache.spark.sql.strata touches Spark internals; (d) no production source
+ * carries a test hook (`strata.test.` settings). Each failure lists every offending place, file and line, and says
+ * what to do.
  */
 class ArchitectureSuite extends AnyFunSuite {
   import ArchitectureSuite._
@@ -79,6 +82,26 @@ class ArchitectureSuite extends AnyFunSuite {
       s"SparkSession.sessionState / sharedState) change between Spark releases: reach them only in $Forwarders " +
       "(jvm/spark/src/main/scala/org/apache/spark/sql/strata). Move each use above into a method there that takes and " +
       "returns public Spark types, and call that method instead.")
+  }
+
+  test("(d) no production source (jvm/*/src/main but jvm/testkit's) mentions a test setting `strata.test.`") {
+    val modules = {
+      val s = java.nio.file.Files.list(Fixtures.repoRoot.resolve("jvm"))
+      try s.iterator.asScala.map(_.getFileName.toString).filter(m => m != "testkit" &&
+        java.nio.file.Files.isDirectory(Fixtures.repoRoot.resolve(s"jvm/$m/src/main"))).toSeq.sorted
+      finally s.close()
+    }
+    assert(Set("log", "spark").subsetOf(modules.toSet), s"production modules found: $modules")
+    val hooks = modules.flatMap(m => ScalaSources.under(Fixtures.repoRoot, s"jvm/$m/src/main")).flatMap { s =>
+      s.text.linesIterator.zipWithIndex.collect {
+        case (line, i) if line.contains("strata.test.") => Use(s.file, i + 1, "strata.test.", line.trim)
+      }
+    }
+    if (hooks.nonEmpty) fail(s"${hooks.size} test hook(s) in production sources:\n${hooks.mkString("  ", "\n  ", "\n")}" +
+      "Production classes carry no test-only behaviour. Inject the fault from the test instead, through a class only " +
+      "tests configure: a log store (io.strata.testkit.FaultInjectingLogStore, plugged in by strata.logStore.<scheme>" +
+      ".impl; jvm/testkit, also packaged for pytest's child drivers), a Hadoop file system (the test's " +
+      "io.strata.write.FaultInjectingFileSystem, plugged in by fs.file.impl), or Spark's own task and listener APIs.")
   }
 }
 

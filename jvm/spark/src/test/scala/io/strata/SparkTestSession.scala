@@ -2,7 +2,7 @@ package io.strata
 
 import java.nio.file.{Files, Path => JPath}
 
-import io.strata.log.FaultInjectingLogStore
+import io.strata.testkit.FaultInjectingLogStore
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.SparkSession
 import org.scalatest.{BeforeAndAfterAll, Suite}

@@ -3,6 +3,7 @@ package io.strata.log
 import java.nio.file.{Files, Path => JPath}
 import java.util.concurrent.ConcurrentLinkedQueue
 
+import io.strata.testkit.FaultInjectingLogStore
 import org.scalatest.funsuite.AnyFunSuite
 
 import scala.jdk.CollectionConverters._

@@ -26,7 +26,7 @@ class ErrorConditionsSuite extends AnyFunSuite with LogTestSupport {
 
   test("the code finds conditions to check (the scan works)") {
     assert(used.map(_._2).toSet.size > 40, used)
-    assert(used.exists { case (f, c) => f.endsWith("WriteOptions.scala") && c == "STRATA_UNKNOWN_OPTION" })
+    assert(used.exists { case (f, c) => f.endsWith("StrataOptions.scala") && c == "STRATA_UNKNOWN_OPTION" })
   }
 
   test("every condition the code raises is in the resource") {

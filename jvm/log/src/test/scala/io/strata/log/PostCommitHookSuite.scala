@@ -2,6 +2,7 @@ package io.strata.log
 
 import java.nio.file.Files
 
+import io.strata.testkit.FaultInjectingLogStore
 import org.scalatest.LoneElement
 import org.scalatest.funsuite.AnyFunSuite
 

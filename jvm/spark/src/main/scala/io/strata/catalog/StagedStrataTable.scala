@@ -2,7 +2,7 @@ package io.strata.catalog
 
 import java.util
 
-import io.strata.config.StrataOptions
+import io.strata.config.{WriteConf, WriteEntry}
 import io.strata.log.TableLog
 import io.strata.optimize.AutoCompaction
 import io.strata.write.{TableDefinition, TableWrite}
@@ -37,9 +37,9 @@ final class StagedStrataTable(log: TableLog, tableName: String, definition: Tabl
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = new WriteBuilder with SupportsTruncate {
     override def truncate(): WriteBuilder = this // the staged table is new or fully replaced anyway
     override def build(): Write = {
-      val options = StrataOptions.parseCatalogWrite(info.options().asCaseSensitiveMap().asScala.toMap,
+      val conf = WriteConf.forWrite(info.options().asCaseSensitiveMap().asScala.toMap, WriteEntry.CatalogWrite,
         org.apache.spark.sql.SparkSession.active.conf.getOption)
-      val write = TableWrite.define(log, info.schema(), definition, operation, options, createOnly,
+      val write = TableWrite.define(log, info.schema(), definition, operation, conf, createOnly,
         AutoCompaction.Hook)
       new StrataWrite(log, info, write, () => written = true)
     }

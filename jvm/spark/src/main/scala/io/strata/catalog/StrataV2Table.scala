@@ -2,7 +2,7 @@ package io.strata.catalog
 
 import java.util
 
-import io.strata.config.StrataOptions
+import io.strata.config.{StrataOptions, WriteConf, WriteEntry}
 import io.strata.dml.{CopyOnWriteOperationBuilder, MergeOnReadOperationBuilder, MetadataDelete, RowLevelTarget}
 import io.strata.log.{InvalidTableOperationException, ProtocolSupport, Snapshot, TableLog}
 import io.strata.optimize.AutoCompaction
@@ -94,8 +94,8 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
     requireCurrent("DELETE")
     val sql = predicates.filterNot(_.name() == "ALWAYS_TRUE").map(p => V2PredicateSql(p).getOrElse(
       throw new IllegalStateException(s"DELETE condition $p cannot be rendered as SQL"))).toSeq
-    val options = StrataOptions.parseCatalogWrite(Map.empty, SparkSession.active.conf.getOption)
-    MetadataDelete.delete(log, snapshot, sql, options, AutoCompaction.Hook)
+    val conf = WriteConf.forWrite(Map.empty, WriteEntry.CatalogWrite, SparkSession.active.conf.getOption)
+    MetadataDelete.delete(log, snapshot, sql, conf, AutoCompaction.Hook)
   }
 
   override def truncateTable(): Boolean = { deleteWhere(Array.empty); true }

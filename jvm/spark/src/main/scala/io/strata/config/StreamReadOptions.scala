@@ -2,8 +2,6 @@ package io.strata.config
 
 import io.strata.log.InvalidTableOperationException
 
-import java.util.Locale
-
 /**
  * Options of a streaming read (`readStream.format("strata")`). Where the stream starts: `startingVersion` (a version
  * or "latest") or `startingTimestamp`; neither reads the table's current rows first, then every later commit.
@@ -58,24 +56,8 @@ object StreamReadOptions {
       if (n > Int.MaxValue) bad(MaxFilesPerTrigger, v, s"a whole number from 1 to ${Int.MaxValue}")
       n.toInt
     }
-    val maxBytes = o.get(lc(MaxBytesPerTrigger)).map(v => byteSize(v).getOrElse(
+    val maxBytes = o.get(lc(MaxBytesPerTrigger)).map(v => StrataOptions.byteSize(v).getOrElse(
       bad(MaxBytesPerTrigger, v, "a size > 0 in bytes, or with a unit such as 512k, 64m or 1g")))
     StreamReadOptions(version, timestamp, maxFiles, maxBytes, StrataOptions.boolean(o, SkipChangeCommits))
-  }
-
-  private val sizePattern = """(?i)\s*(\d+)\s*(b|k|kb|m|mb|g|gb|t|tb)?\s*""".r
-
-  /** "1048576", "512k", "64m", "1g" (binary units, as Spark's size confs). */
-  private[config] def byteSize(v: String): Option[Long] = v match {
-    case sizePattern(n, unit) =>
-      val shift = Option(unit).map(_.toLowerCase(Locale.ROOT).take(1)) match {
-        case None | Some("b") => 0
-        case Some("k") => 10
-        case Some("m") => 20
-        case Some("g") => 30
-        case _ => 40
-      }
-      n.toLongOption.filter(x => x > 0 && x <= (Long.MaxValue >> shift)).map(_ << shift)
-    case _ => None
   }
 }

@@ -1,6 +1,6 @@
 package io.strata.dml
 
-import io.strata.config.StrataOptions
+import io.strata.config.{WriteConf, WriteEntry}
 import io.strata.read.FileColumn
 import io.strata.write.{TableWrite, WriteMode}
 import io.strata.write.v2.StrataWrite
@@ -38,9 +38,9 @@ final class CopyOnWriteOperation(table: RowLevelTarget, cmd: RowLevelOperation.C
     override def build(): Write = {
       val read = scan.getOrElse(throw new IllegalStateException(s"$cmd on ${table.name}: the write was planned " +
         "before the operation's scan"))
-      val options = StrataOptions.parseCatalogWrite(info.options().asCaseSensitiveMap().asScala.toMap,
+      val conf = WriteConf.forWrite(info.options().asCaseSensitiveMap().asScala.toMap, WriteEntry.CatalogWrite,
         SparkSession.active.conf.getOption)
-      val write = TableWrite.begin(table.log, info.schema(), WriteMode.RewriteRows(cmd.name()), options,
+      val write = TableWrite.begin(table.log, info.schema(), WriteMode.RewriteRows(cmd.name()), conf,
         table.postCommit, Some(Some(table.snapshot)))
       write.rewriteRowsOf(read)
       new StrataWrite(table.log, info, write, () => (), commitParameters(cmd))

@@ -76,7 +76,7 @@ final class MergeOnReadBatchWrite(tableWrite: TableWrite, snapshot: Snapshot, co
         changes.changed.map { case (old, _) => snapshot.absolutePath(old.path).toString -> old }.toMap,
         changes.newRows, f => DeletionVectorChanges.physicalRows(f, log.tablePath, log.conf)))
       val op = TableOperation.DeleteRows(read, changes.changed, added, rebase)
-      val result = tableWrite.commitOperation(op, Operation(command, params, metrics, tableWrite.options.userMetadata))
+      val result = tableWrite.commitOperation(op, Operation(command, params, metrics, tableWrite.conf.userMetadata))
       if (result.alreadyCommitted) cleanUp(added, vectors.toSeq ++ rebase.toSeq.flatMap(_.writtenFiles))
       else {
         committed = Some((result.version, (System.nanoTime() - start) / 1000000L))

@@ -1,6 +1,6 @@
 package io.strata.dml
 
-import io.strata.config.StrataOptions
+import io.strata.config.{WriteConf, WriteEntry}
 import io.strata.log.FilePredicate
 import io.strata.read.{FileColumn, RowIndexColumn, StrataScanBuilder}
 import io.strata.table.{FilePredicates, TableSchema}
@@ -47,13 +47,13 @@ final class MergeOnReadOperation(table: RowLevelTarget, cmd: RowLevelOperation.C
 
   override def newWriteBuilder(info: LogicalWriteInfo): DeltaWriteBuilder = new DeltaWriteBuilder {
     override def build(): DeltaWrite = {
-      val options = StrataOptions.parseCatalogWrite(info.options().asCaseSensitiveMap().asScala.toMap,
+      val conf = WriteConf.forWrite(info.options().asCaseSensitiveMap().asScala.toMap, WriteEntry.CatalogWrite,
         SparkSession.active.conf.getOption)
       // A DELETE writes no rows (Spark gives it an empty row schema): it is checked as a write of the table's columns.
       val rows = if (info.schema().isEmpty) TableSchema.of(table.snapshot.metadata).schema else info.schema()
-      val write = TableWrite.begin(table.log, rows, WriteMode.RewriteRows(cmd.name()), options,
+      val write = TableWrite.begin(table.log, rows, WriteMode.RewriteRows(cmd.name()), conf,
         table.postCommit, Some(Some(table.snapshot)))
-      new MergeOnReadWrite(write, table.snapshot, cmd.name(), () => condition(), info)
+      new MergeOnReadWrite(write, table.snapshot, cmd.name(), () => condition())
     }
   }
 }

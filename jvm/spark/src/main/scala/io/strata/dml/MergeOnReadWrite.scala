@@ -1,17 +1,14 @@
 package io.strata.dml
 
-import io.strata.config.WriteConf
 import io.strata.log.{DeletedRows, FilePredicate, Snapshot}
 import io.strata.write.TableWrite
 import io.strata.write.v2.{CommitDurationMetric, CommittedVersionMetric, FilesWrittenMetric, RowsWrittenMetric,
   StrataDataWriter, StrataDataWriterFactory, StrataTaskCommit, StrataWrite}
-import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.{CustomMetric, CustomTaskMetric}
 import org.apache.spark.sql.connector.write._
 
 import scala.collection.mutable
-import scala.jdk.CollectionConverters._
 
 /**
  * The write of a merge-on-read DELETE, UPDATE or MERGE (Spark's WriteDelta). Tasks get a `delete` for each row the
@@ -21,10 +18,9 @@ import scala.jdk.CollectionConverters._
  * them with the files' vectors and the commit replaces each file's entry ([[TableOperation.DeleteRows]]).
  * `condition`: the rows the operation's scan selected, as its read set.
  */
-final class MergeOnReadWrite(tableWrite: TableWrite, snapshot: Snapshot, command: String, condition: () => FilePredicate,
-                             info: LogicalWriteInfo) extends DeltaWrite {
-  private val conf = WriteConf(info.options().asCaseSensitiveMap().asScala.toMap,
-    k => SparkSession.active.conf.getOption(k), snapshot.metadata.configuration)
+final class MergeOnReadWrite(tableWrite: TableWrite, snapshot: Snapshot, command: String, condition: () => FilePredicate)
+    extends DeltaWrite {
+  private val conf = tableWrite.conf
 
   override def description(): String = s"Strata merge-on-read $command (${snapshot.tablePath})"
 

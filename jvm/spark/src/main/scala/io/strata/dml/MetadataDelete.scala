@@ -1,6 +1,6 @@
 package io.strata.dml
 
-import io.strata.config.WriteOptions
+import io.strata.config.WriteConf
 import io.strata.log.{AddFile, CommitResult, FilePredicate, PostCommitHook, Snapshot, TableLog}
 import io.strata.table.{ConditionPredicate, FilePredicates, SqlPredicates, TableSchema}
 import io.strata.write.{ReplaceWhereFiles, RowLevelRead, TableWrite, WriteMode}
@@ -23,11 +23,11 @@ object MetadataDelete {
   private def wholeFiles(snapshot: Snapshot, p: ConditionPredicate): Boolean =
     snapshot.files.forall(f => !p.mayMatch(f.partitionValues, f.stats) || p.mustMatchAll(f.partitionValues, f.stats))
 
-  def delete(log: TableLog, snapshot: Snapshot, conditions: Seq[String], options: WriteOptions,
+  def delete(log: TableLog, snapshot: Snapshot, conditions: Seq[String], conf: WriteConf,
              postCommit: PostCommitHook): CommitResult = {
     val table = TableSchema.of(snapshot.metadata)
     val spark = SparkSession.active
-    val write = TableWrite.begin(log, table.schema, WriteMode.RewriteRows("DELETE"), options, postCommit,
+    val write = TableWrite.begin(log, table.schema, WriteMode.RewriteRows("DELETE"), conf, postCommit,
       Some(Some(snapshot)))
     val sql = conditions.map(c => s"($c)").mkString(" AND ")
     val (matched, scope) =

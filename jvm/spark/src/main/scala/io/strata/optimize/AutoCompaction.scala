@@ -1,5 +1,6 @@
 package io.strata.optimize
 
+import io.strata.config.{WriteConf, WriteSettings}
 import io.strata.log.{AddFile, CommitResult, CommittedVersion, PostCommitHook, RemoveFile, TableLog}
 import io.strata.table.{PartitionValues, TableSchema}
 import org.apache.spark.sql.SparkSession
@@ -14,26 +15,11 @@ import scala.util.control.NonFatal
  * failure here (a conflict, a job error, a bad setting) is logged and never fails it.
  *
  * Thresholds, each a session conf or else a table property (`strata.autoCompact.*`), else delta-spark's default:
- * `spark.strata.autoCompact.minNumFiles` (50), `.minFileSize` (64 MiB), `.maxFileSize` (128 MiB).
+ * `spark.strata.autoCompact.minNumFiles` (50), `.minFileSize` (64 MiB), `.maxFileSize` (128 MiB), resolved by
+ * [[WriteConf]] ([[WriteSettings]]).
  */
 object AutoCompaction {
-  val Property = "delta.autoOptimize.autoCompact"
   private val logger = org.slf4j.LoggerFactory.getLogger(getClass)
-
-  final case class Threshold(name: String, default: Long) {
-    def sessionKey: String = s"spark.strata.autoCompact.$name"
-    def propertyKey: String = s"strata.autoCompact.$name"
-    def resolve(spark: SparkSession, properties: Map[String, String]): Long = {
-      val (where, value) = spark.conf.getOption(sessionKey).map(s"session conf $sessionKey" -> _)
-        .orElse(properties.get(propertyKey).map(s"table property $propertyKey" -> _))
-        .getOrElse(return default)
-      value.trim.toLongOption.filter(_ > 0).getOrElse(throw new IllegalArgumentException(
-        s"$where has invalid value '$value': it must be a whole number > 0."))
-    }
-  }
-  val MinNumFiles: Threshold = Threshold("minNumFiles", 50)
-  val MinFileSize: Threshold = Threshold("minFileSize", 64L * 1024 * 1024)
-  val MaxFileSize: Threshold = Threshold("maxFileSize", 128L * 1024 * 1024)
 
   /**
    * Auto-compaction as a write's post-commit hook, which the entry points (data source, catalog tables, DML) hand to
@@ -52,7 +38,7 @@ object AutoCompaction {
   }
 
   def enabled(tableProperties: Map[String, String]): Boolean =
-    tableProperties.get(Property).map(_.trim.toLowerCase).exists(v => v == "true" || v == "auto" || v == "legacy")
+    WriteConf.internal(_ => None, tableProperties)(WriteSettings.AutoCompact)
 
   /**
    * Runs after `result` committed files in `touched` partitions (their log values) of the table at `log`; returns
@@ -63,11 +49,11 @@ object AutoCompaction {
       val spark = SparkSession.getActiveSession
       if (result.alreadyCommitted || touched.isEmpty || spark.isEmpty) None else {
         val snapshot = log.snapshot()
-        val properties = snapshot.metadata.configuration
-        if (!enabled(properties)) None else {
-          val minFiles = MinNumFiles.resolve(spark.get, properties)
-          val minSize = MinFileSize.resolve(spark.get, properties)
-          val maxSize = MaxFileSize.resolve(spark.get, properties)
+        val conf = WriteConf.internal(spark.get.conf.getOption, snapshot.metadata.configuration)
+        if (!conf(WriteSettings.AutoCompact)) None else {
+          val minFiles = conf(WriteSettings.AutoCompactMinNumFiles)
+          val minSize = conf(WriteSettings.AutoCompactMinFileSize)
+          val maxSize = conf(WriteSettings.AutoCompactMaxFileSize)
           val schema = TableSchema.of(snapshot.metadata).partitionSchema
           val partitions = PartitionValues.keySet(touched, schema, None) // as OPTIMIZE groups them
           // Per touched partition, its small files; the partitions with enough of them are compacted.

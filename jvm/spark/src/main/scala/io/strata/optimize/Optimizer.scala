@@ -3,9 +3,9 @@ package io.strata.optimize
 import java.util.concurrent.{Callable, ExecutionException, Executors, Future, ThreadFactory, TimeUnit}
 import java.util.concurrent.atomic.AtomicInteger
 
+import io.strata.config.{WriteConf, WriteSettings}
 import io.strata.log._
 import io.strata.table.SqlPredicates
-import io.strata.write.DataFileStats
 import org.apache.spark.sql.SparkSession
 
 import scala.collection.mutable
@@ -50,34 +50,27 @@ object OptimizeResult {
  * removed, with the typed conflict, and commits the others; a metadata or protocol change loses the whole batch.
  */
 object Optimizer {
-  val MaxThreadsKey = "spark.strata.optimize.maxThreads"
-  val MaxCommitsKey = "spark.strata.optimize.maxCommits"
-  val DefaultTargetFileSize: Long = 128L * 1024 * 1024
   private val logger = org.slf4j.LoggerFactory.getLogger(getClass)
 
   def run(spark: SparkSession, log: TableLog, request: OptimizeRequest): OptimizeResult = {
     val snapshot = log.snapshot()
     val name = log.tablePath.toString
     ProtocolSupport.checkWritable(snapshot.protocol, snapshot.metadata, name)
-    val settings = OptimizeSettings.resolve(spark, snapshot, request)
+    val conf = WriteConf.internal(spark.conf.getOption, snapshot.metadata.configuration)
+    val settings = OptimizeSettings.resolve(spark, snapshot, request, conf)
     val partitions = request.partitions.map(ps =>
       io.strata.table.PartitionValues.keySet(ps, io.strata.table.TableSchema.of(snapshot.metadata).partitionSchema,
         None))
     val plan = OptimizePlanner.plan(snapshot, v => settings.selects(v) && partitions.forall(_.contains(v)),
       settings.targetFileSize, request.minInputFiles, settings.zOrderBy.nonEmpty,
-      request.maxCommits.getOrElse(conf(spark, MaxCommitsKey, 10)),
+      request.maxCommits.getOrElse(conf(WriteSettings.OptimizeMaxCommits)),
       request.smallFileSize.getOrElse(settings.targetFileSize))
     if (plan.isEmpty) return OptimizeResult.empty
-    new Run(spark, log, snapshot, plan, settings, request.auto).execute()
+    new Run(spark, log, snapshot, plan, settings, conf, request.auto).execute()
   }
 
-  private def conf(spark: SparkSession, key: String, default: Int): Int = spark.conf.getOption(key).map { v =>
-    v.trim.toIntOption.filter(_ > 0).getOrElse(throw InvalidTableOperationException("STRATA_INVALID_CONF_VALUE",
-      Map("setting" -> s"Session conf $key", "value" -> v, "allowed" -> "a whole number > 0")))
-  }.getOrElse(default)
-
   private final class Run(spark: SparkSession, log: TableLog, snapshot: Snapshot, plan: OptimizePlan,
-                          settings: OptimizeSettings, auto: Boolean) {
+                          settings: OptimizeSettings, conf: WriteConf, auto: Boolean) {
     private val hadoopConf = log.conf
     private val partitionColumns = snapshot.metadata.partitionColumns
     private val committed = mutable.ArrayBuffer.empty[RewrittenGroup]
@@ -86,9 +79,9 @@ object Optimizer {
     private val settled = mutable.Set.empty[Int] // groups committed or discarded
 
     def execute(): OptimizeResult = {
-      val threads = math.min(conf(spark, MaxThreadsKey, 8), plan.groups.size)
+      val threads = math.min(conf(WriteSettings.OptimizeMaxThreads), plan.groups.size)
       val pool = Executors.newFixedThreadPool(threads, Run.daemonThreads)
-      val numIndexedCols = DataFileStats.numIndexedColumns(snapshot.metadata.configuration)
+      val numIndexedCols = conf.numIndexedColumns
       val jobs: Map[Int, Future[RewrittenGroup]] = plan.groups.map { g =>
         g.index -> pool.submit(new Callable[RewrittenGroup] {
           override def call(): RewrittenGroup = {
@@ -205,7 +198,7 @@ object OptimizeSettings {
     InvalidTableOperationException("STRATA_INVALID_PROCEDURE_ARGUMENT",
       Map("procedure" -> "optimize", "argument" -> argument, "problem" -> what, "expected" -> expected))
 
-  def resolve(spark: SparkSession, snapshot: Snapshot, request: OptimizeRequest): OptimizeSettings = {
+  def resolve(spark: SparkSession, snapshot: Snapshot, request: OptimizeRequest, conf: WriteConf): OptimizeSettings = {
     val table = io.strata.table.TableSchema.of(snapshot.metadata)
     val parts = table.partitionColumns
     val columns = table.schema.fieldNames.toSeq
@@ -221,7 +214,7 @@ object OptimizeSettings {
         (SqlPredicates.partitionMatcher(spark, w, table.partitionSchema),
           Seq(SqlPredicates.predicateSql(spark, w, table.partitionSchema)))
     }
-    val numIndexed = DataFileStats.numIndexedColumns(snapshot.metadata.configuration)
+    val numIndexed = conf.numIndexedColumns
     val dataFields = table.schema.fields.filterNot(f => parts.contains(f.name))
     val zOrderBy = request.zOrderBy.map { c =>
       val name = columns.find(_.equalsIgnoreCase(c.trim)).getOrElse(throw invalid("zorder_by",
@@ -243,7 +236,7 @@ object OptimizeSettings {
     val dup = zOrderBy.groupBy(identity).collectFirst { case (c, cs) if cs.size > 1 => c }
     dup.foreach(c => throw invalid("zorder_by", s"names column '$c' twice", "each column once"))
     if (zOrderBy.size > 31) throw invalid("zorder_by", s"names ${zOrderBy.size} columns", "at most 31")
-    val target = request.targetFileSize.getOrElse(tableTarget(snapshot.metadata.configuration))
+    val target = request.targetFileSize.getOrElse(conf(WriteSettings.OptimizeTargetFileSize))
     OptimizeSettings(selects, predicateSql, zOrderBy, target)
   }
 
@@ -252,25 +245,5 @@ object OptimizeSettings {
     case a: org.apache.spark.sql.types.ArrayType => leaves(a.elementType)
     case m: org.apache.spark.sql.types.MapType => leaves(m.keyType) + leaves(m.valueType)
     case _ => 1
-  }
-
-  /** `delta.targetFileSize` (bytes, or with a unit: `64mb`, `1g`), else 128 MiB. */
-  def tableTarget(properties: Map[String, String]): Long = properties.get("delta.targetFileSize") match {
-    case None => Optimizer.DefaultTargetFileSize
-    case Some(v) =>
-      val Unit = """(?i)^\s*(\d+)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib|t|tb|tib)?\s*$""".r
-      v match {
-        case Unit(n, u) =>
-          val scale = Option(u).map(_.toLowerCase.head) match {
-            case Some('k') => 1L << 10; case Some('m') => 1L << 20; case Some('g') => 1L << 30
-            case Some('t') => 1L << 40; case _ => 1L
-          }
-          val bytes = BigInt(n) * scale
-          if (bytes <= 0 || bytes > Long.MaxValue)
-            throw TableProperties.invalidValue("Table property delta.targetFileSize", v, "a size > 0")
-          bytes.toLong
-        case _ => throw TableProperties.invalidValue("Table property delta.targetFileSize", v,
-          "a number of bytes, optionally with a unit (134217728, 128mb, 1g)")
-      }
   }
 }

@@ -30,17 +30,11 @@ final case class FileStats(numRecords: Long, json: String)
  * strings are truncated to 32 characters, with maxima kept an upper bound.
  */
 object DataFileStats {
-  val DefaultIndexedColumns = 32
   val StringPrefixLength = 32
   private val nodes = JsonNodeFactory.instance
   private val tsFormat = DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSXXX").withZone(ZoneOffset.UTC)
   private val ntzFormat = DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS").withZone(ZoneOffset.UTC)
   private val MaxCodePoint = new String(Character.toChars(Character.MAX_CODE_POINT))
-
-  /** Leaf columns with statistics in a table with these properties (delta.dataSkippingNumIndexedCols; -1: all). */
-  def numIndexedColumns(tableProperties: Map[String, String]): Int =
-    tableProperties.get("delta.dataSkippingNumIndexedCols").flatMap(_.trim.toIntOption)
-      .map(n => if (n < 0) Int.MaxValue else n).getOrElse(DefaultIndexedColumns)
 
   def read(file: FileStatus, conf: Configuration, options: ParquetReadOptions, numIndexedCols: Int): FileStats = {
     val reader = ParquetFileReader.open(HadoopInputFile.fromStatus(file, conf), options)

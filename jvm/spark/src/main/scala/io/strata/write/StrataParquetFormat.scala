@@ -8,14 +8,14 @@ import org.apache.spark.sql.types.StructType
 
 /**
  * Strata's FileFormat for writes: Spark's Parquet writer with timestamps as INT64 micros (so Parquet keeps min/max
- * statistics for them), behind Strata's own [[StrataOutputWriterFactory]] / [[StrataOutputWriter]].
+ * statistics for them).
  */
 final class StrataParquetFormat extends ParquetFileFormat {
   override def prepareWrite(spark: SparkSession, job: Job, options: Map[String, String],
                             dataSchema: StructType): OutputWriterFactory = {
     val parquet = super.prepareWrite(spark, job, options, dataSchema)
     job.getConfiguration.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-    new StrataOutputWriterFactory(parquet)
+    parquet
   }
   override def toString: String = "Strata(Parquet)"
 }

@@ -2,7 +2,7 @@ package io.strata.write
 
 import java.util.UUID
 
-import io.strata.config.WriteOptions
+import io.strata.config.WriteConf
 import io.strata.log._
 import io.strata.table.{PartitionSetPredicate, TableSchema}
 import io.strata.table.TableSchema.ColumnFeed
@@ -44,12 +44,15 @@ final class TableWrite private (
     /** For each table column, in table order, the data column that feeds it. */
     val feeds: Seq[ColumnFeed],
     val mode: WriteMode,
-    val options: WriteOptions,
+    writeConf: WriteConf,
     /** What runs once the commit landed (auto-compaction), chosen by the entry point that started the write. */
     postCommit: PostCommitHook,
     operationName: String = "WRITE",
     /** Some(createOnly) when this write (re)defines the table: CTAS (true), RTAS, a new path table, overwriteSchema. */
     definition: Option[Boolean] = None) {
+
+  /** This write's settings ([[WriteConf]]), with the table's properties as its commit will hold them. */
+  val conf: WriteConf = writeConf.forTable(txn.metadata.map(_.configuration).getOrElse(Map.empty))
 
   // Runs after the log core's own hooks (checkpoint, log cleanup), once the commit has landed; never fails it.
   txn.registerPostCommitHook(postCommit)
@@ -67,7 +70,7 @@ final class TableWrite private (
    * True when this application already committed this version (idempotent writes): nothing to write. The commit
    * checks again against every commit that lands meanwhile.
    */
-  val alreadyCommitted: Boolean = options.appTransaction.exists { case (app, version) =>
+  val alreadyCommitted: Boolean = conf.appTransaction.exists { case (app, version) =>
     txn.applicationVersion(app).exists(_ >= version)
   }
 
@@ -75,7 +78,7 @@ final class TableWrite private (
   def currentFiles: Seq[AddFile] = txn.readSnapshot.map(_.files).getOrElse(Nil)
 
   /** Stats columns to index (delta.dataSkippingNumIndexedCols). */
-  def numIndexedColumns: Int = DataFileStats.numIndexedColumns(txn.metadata.map(_.configuration).getOrElse(Map.empty))
+  def numIndexedColumns: Int = conf.numIndexedColumns
 
   /** For [[WriteMode.ReplaceWhere]]: the files the predicate replaces, and the scope a concurrent add conflicts in. */
   def replaceFiles(files: Seq[AddFile], scope: FilePredicate): Unit = replaced = Some((files, scope))
@@ -99,12 +102,6 @@ final class TableWrite private (
    */
   def commit(added: Seq[AddFile], rowCounts: Map[String, Long] = Map.empty,
              rowLevelParams: Map[String, String] = Map.empty): CommitResult = {
-    TestHooks.reached(TestHooks.BeforeCommit)
-    commitFiles(added, rowCounts, rowLevelParams)
-  }
-
-  private def commitFiles(added: Seq[AddFile], rowCounts: Map[String, Long],
-                          rowLevelParams: Map[String, String]): CommitResult = {
     val now = System.currentTimeMillis()
     val op = operation(added)
     val replacedFiles = op match {
@@ -119,7 +116,7 @@ final class TableWrite private (
         val params = Map("predicate" -> ActionCodec.mapper.writeValueAsString(read.conditionSql.toArray)) ++
           rowLevelParams
         return txn.commit(op, appTxn.toSeq, Operation(command, params,
-          RowLevelMetrics(command, read.files, added, rowCounts), options.userMetadata))
+          RowLevelMetrics(command, read.files, added, rowCounts), conf.userMetadata))
       case _ =>
     }
     val metrics = Map(
@@ -139,8 +136,8 @@ final class TableWrite private (
       })
     streamingBatch match {
       case Some(b) => txn.commit(op, appTxn.toSeq, Operation("STREAMING UPDATE", b.operationParameters, metrics,
-        options.userMetadata))
-      case None => txn.commit(op, appTxn.toSeq, Operation(operationName, params, metrics, options.userMetadata))
+        conf.userMetadata))
+      case None => txn.commit(op, appTxn.toSeq, Operation(operationName, params, metrics, conf.userMetadata))
     }
   }
 
@@ -149,9 +146,9 @@ final class TableWrite private (
     txn.commit(op, appTransaction(System.currentTimeMillis()).toSeq, operation)
   }
 
-  /** The `txn` action of an idempotent write (write options txnAppId / txnVersion). */
+  /** The `txn` action of an idempotent write ([[WriteConf.appTransaction]]). */
   private def appTransaction(now: Long): Option[SetTransaction] =
-    options.appTransaction.map { case (app, v) => SetTransaction(app, v, Some(now)) }
+    conf.appTransaction.map { case (app, v) => SetTransaction(app, v, Some(now)) }
 
   /** The log operation this write is, given the files it wrote. */
   private def operation(added: Seq[AddFile]): TableOperation = (definition, mode) match {
@@ -183,7 +180,7 @@ object TableWrite {
    * commit fails unless no version of the table exists, even one created while the query ran.
    */
   def define(log: TableLog, dataSchema: StructType, definition: TableDefinition, operationName: String,
-             options: WriteOptions, createOnly: Boolean, postCommit: PostCommitHook): TableWrite = {
+             conf: WriteConf, createOnly: Boolean, postCommit: PostCommitHook): TableWrite = {
     val txn = log.startTransaction()
     if (createOnly) txn.requireNoTable()
     txn.readSnapshot.foreach(s => ProtocolSupport.checkWritable(s.protocol, s.metadata, log.tablePath.toString))
@@ -196,43 +193,43 @@ object TableWrite {
     val matched = TableSchema.matchColumns(definition.schema, dataSchema, log.tablePath.toString)
     val mode = if (txn.readSnapshot.isDefined) WriteMode.Overwrite else WriteMode.Append
     new TableWrite(log, txn, TableSchema(definition.schema, definition.partitionColumns), matched.feeds, mode,
-      options, postCommit, operationName, Some(createOnly))
+      conf, postCommit, operationName, Some(createOnly))
   }
 
   /**
    * Starts a write of data with schema `dataSchema` into the table at `log`, from `base` when the caller already
    * loaded the table (Some(None): it found no table), else from the latest version.
    */
-  def begin(log: TableLog, dataSchema: StructType, mode: WriteMode, options: WriteOptions, postCommit: PostCommitHook,
+  def begin(log: TableLog, dataSchema: StructType, mode: WriteMode, conf: WriteConf, postCommit: PostCommitHook,
             base: Option[Option[Snapshot]] = None): TableWrite = {
     val txn = base.map(log.startTransaction).getOrElse(log.startTransaction())
     val name = log.tablePath.toString
-    if (options.overwriteSchema && mode != WriteMode.Overwrite) throw InvalidTableOperationException(
+    if (conf.overwriteSchema && mode != WriteMode.Overwrite) throw InvalidTableOperationException(
       "STRATA_CONFLICTING_OPTIONS",
       "Option overwriteSchema replaces the whole table: use it with mode 'overwrite' and without replaceWhere or " +
         "dynamic partition overwrite.")
     txn.readSnapshot match {
-      case Some(snapshot) if !options.overwriteSchema =>
+      case Some(snapshot) if !conf.overwriteSchema =>
         ProtocolSupport.checkWritable(snapshot.protocol, snapshot.metadata, name)
         val table = TableSchema.of(snapshot.metadata)
-        options.partitionColumns.foreach { cols =>
+        conf.partitionColumns.foreach { cols =>
           if (cols.map(_.toLowerCase) != table.partitionColumns.map(_.toLowerCase)) {
             throw InvalidTableOperationException("STRATA_PARTITIONING_MISMATCH", Map("table" -> name,
               "tableColumns" -> table.partitionColumns.mkString("[", ", ", "]"),
               "writeColumns" -> cols.mkString("[", ", ", "]")))
           }
         }
-        val matched = TableSchema.matchColumns(table.schema, dataSchema, name, merge = options.mergeSchema)
+        val matched = TableSchema.matchColumns(table.schema, dataSchema, name, merge = conf.mergeSchema)
         matched.newSchema.foreach { s => txn.updateMetadata(snapshot.metadata.copy(schemaString = s.json)) }
         new TableWrite(log, txn, TableSchema(matched.newSchema.getOrElse(table.schema), table.partitionColumns),
-          matched.feeds, mode, options, postCommit)
+          matched.feeds, mode, conf, postCommit)
       case existing =>
         // A new table, or a whole-table replacement with overwriteSchema: the data defines schema and partitioning.
         existing.foreach(s => ProtocolSupport.checkWritable(s.protocol, s.metadata, name))
         val schema = TableSchema.asNullable(dataSchema).asInstanceOf[StructType]
         val keep = existing.map(_.partitionColumns).filter(_.forall(c => schema.fieldNames.contains(c)))
         val partCols = TableSchema.resolvePartitionColumns(schema,
-          options.partitionColumns.orElse(keep).getOrElse(Nil))
+          conf.partitionColumns.orElse(keep).getOrElse(Nil))
         val base = existing.map(_.metadata).getOrElse(Metadata(id = UUID.randomUUID().toString, schemaString = "",
           createdTime = Some(System.currentTimeMillis())))
         val configuration = if (existing.isDefined) base.configuration else
@@ -240,7 +237,7 @@ object TableWrite {
         txn.updateMetadata(base.copy(schemaString = schema.json, partitionColumns = partCols,
           configuration = configuration))
         new TableWrite(log, txn, TableSchema(schema, partCols),
-          schema.fields.toSeq.map(f => ColumnFeed(f, f.name, cast = false)), mode, options, postCommit,
+          schema.fields.toSeq.map(f => ColumnFeed(f, f.name, cast = false)), mode, conf, postCommit,
           definition = Some(false))
     }
   }

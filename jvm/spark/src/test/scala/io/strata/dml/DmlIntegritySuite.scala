@@ -1,6 +1,6 @@
 package io.strata.dml
 
-import io.strata.config.StrataOptions
+import io.strata.config.WriteSettings
 import org.apache.spark.SparkThrowable
 import org.apache.spark.sql.Row
 import org.scalatest.funsuite.AnyFunSuite
@@ -99,11 +99,11 @@ class DmlIntegritySuite extends AnyFunSuite with DmlTestSupport {
 
   /** Runs `body` with the session's application transaction set to (app, version), then unsets it. */
   private def asApp[T](app: String, v: Long)(body: => T): T = {
-    spark.conf.set(StrataOptions.SessionTxnAppId, app)
-    spark.conf.set(StrataOptions.SessionTxnVersion, v.toString)
+    spark.conf.set(WriteSettings.TxnAppId.session.get, app)
+    spark.conf.set(WriteSettings.TxnVersion.session.get, v.toString)
     try body finally {
-      spark.conf.unset(StrataOptions.SessionTxnAppId)
-      spark.conf.unset(StrataOptions.SessionTxnVersion)
+      spark.conf.unset(WriteSettings.TxnAppId.session.get)
+      spark.conf.unset(WriteSettings.TxnVersion.session.get)
     }
   }
 

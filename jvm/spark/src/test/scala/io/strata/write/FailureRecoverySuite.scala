@@ -1,11 +1,14 @@
 package io.strata.write
 
-import java.nio.file.Paths
+import java.nio.file.{Files, Paths}
 
 import io.strata.{ChildJvm, SparkTestSession}
 import io.strata.log.TableLog
+import io.strata.testkit.FaultInjectingLogStore
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
+import org.apache.spark.ExceptionFailure
+import org.apache.spark.scheduler.{SparkListener, SparkListenerTaskEnd}
 import org.apache.spark.sql.SparkSession
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -17,7 +20,7 @@ class DriverCrashSuite extends AnyFunSuite with SparkTestSession {
     val before = filesUnder(Paths.get(path))
 
     val exit = ChildJvm.run("io.strata.write.CrashingWriter", path)
-    assert(exit == 86, s"the child driver should have halted itself before the commit (exit $exit)")
+    assert(exit == 86, s"the child driver should have halted at the put of its commit (exit $exit)")
 
     val written = filesUnder(Paths.get(path)) -- before
     assert(written.exists(_.endsWith(".parquet")), "the child's tasks should have written data files")
@@ -34,8 +37,10 @@ class DriverCrashSuite extends AnyFunSuite with SparkTestSession {
 class TaskRetrySuite extends AnyFunSuite with SparkTestSession {
   test("a task whose first attempt fails mid-file is retried: every row once, no file of the failed attempt left") {
     val path = tempDir().resolve("retry").toString
-    val exit = ChildJvm.run("io.strata.write.RetryingWriter", path)
+    val failures = tempDir().resolve("failures")
+    val exit = ChildJvm.run("io.strata.write.RetryingWriter", path, failures.toString)
     assert(exit == 0)
+    assert(Files.readString(failures).trim.toInt > 0, "no first attempt failed")
     val log = TableLog.forPath(new Path(path), new Configuration())
     val snap = log.snapshot()
     assert(snap.version == 0)
@@ -47,24 +52,41 @@ class TaskRetrySuite extends AnyFunSuite with SparkTestSession {
   }
 }
 
-/** Child driver with task retries (local[2,3]): every first attempt fails after 100 rows, the retries succeed. */
+/**
+ * Child driver with task retries (local[2,3]) on [[FaultInjectingFileSystem]]: the data files of every first attempt
+ * fail after 100 bytes (half written), the retries succeed. Writes the number of task attempts that failed so into
+ * the file `args(1)`.
+ */
 object RetryingWriter {
   def main(args: Array[String]): Unit = {
-    val spark = SparkSession.builder().master("local[2,3]").config("spark.ui.enabled", "false")
-      .config("strata.test.failAfterRows", "100").getOrCreate()
-    spark.range(1000).selectExpr("id", "cast(id % 3 as string) as p").repartition(4)
-      .write.format("strata").partitionBy("p").save(args(0))
-    spark.stop()
+    val builder = SparkSession.builder().master("local[2,3]").config("spark.ui.enabled", "false")
+    val spark = FaultInjectingFileSystem.Settings.foldLeft(builder) { case (b, (k, v)) => b.config(s"spark.hadoop.$k", v) }
+      .getOrCreate()
+    val failed = new java.util.concurrent.atomic.AtomicInteger()
+    spark.sparkContext.addSparkListener(new SparkListener {
+      override def onTaskEnd(end: SparkListenerTaskEnd): Unit = end.reason match {
+        case f: ExceptionFailure if f.toErrorString.contains("Injected write failure") => failed.incrementAndGet()
+        case _ =>
+      }
+    })
+    FaultInjectingFileSystem.failingWrites(bytes = 100)(spark.range(1000).selectExpr("id", "cast(id % 3 as string) as p")
+      .repartition(4).write.format("strata").partitionBy("p").save(args(0)))
+    spark.stop() // delivers the listener's pending events first
+    Files.writeString(Paths.get(args(1)), failed.get.toString)
   }
 }
 
-/** Child driver: appends 1,000 rows with the test hook that halts the JVM right before the log commit. */
+/**
+ * Child driver: appends 1,000 rows through [[FaultInjectingLogStore]], which halts the JVM (code 86) at the put of
+ * the log commit: the data files are written, the commit is not.
+ */
 object CrashingWriter {
   def main(args: Array[String]): Unit = {
+    val (store, impl) = FaultInjectingLogStore.Setting
     val spark = SparkSession.builder().master("local[2]").config("spark.ui.enabled", "false")
-      .config("strata.test.haltBeforeCommit", "true").getOrCreate()
-    spark.range(1000).selectExpr("id", "cast(id % 2 as string) as p").write.format("strata").mode("append")
-      .save(args(0))
-    System.exit(0) // not reached: the hook halts with code 86
+      .config(s"spark.hadoop.$store", impl).getOrCreate()
+    FaultInjectingLogStore.withHaltBeforeCommit(86)(spark.range(1000).selectExpr("id", "cast(id % 2 as string) as p")
+      .write.format("strata").mode("append").save(args(0)))
+    System.exit(0) // not reached: the log store halts with code 86
   }
 }

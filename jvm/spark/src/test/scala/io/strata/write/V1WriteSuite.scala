@@ -97,13 +97,12 @@ class V1WriteSuite extends AnyFunSuite with SparkTestSession {
     val path = tempDir().resolve("straggler").toString
     sample(4).write.format("strata").save(path)
     val before = filesUnder(Paths.get(path))
-    // Task 0 finishes at once, is authorized to commit and reports 3 s later; task 1 fails after 0.5 s, so Spark
-    // fails the job before it hears of task 0, and drops task 0's late report.
-    val slowFail = udf((id: Long) => { if (id == 19) { Thread.sleep(500); throw new IllegalStateException("late") }; id })
-    spark.conf.set("strata.test.sleepAfterCommitMs", "3000")
-    try intercept[SparkException](spark.range(0, 20, 1, 2).select(slowFail($"id").as("id"),
-        ($"id" % 3).cast("string").as("p"), ($"id" * 1.5).as("v")).write.format("strata").mode("append").save(path))
-    finally spark.conf.unset("strata.test.sleepAfterCommitMs")
+    // Task 0 (rows 0-9) is authorized to commit, commits, and is held before it reports; task 1 (rows 10-19) fails
+    // once task 0 is held there, so Spark fails the job before it hears of task 0, and drops task 0's late report.
+    val whileHeld = Straggler.run(held = 0, failing = 19, () => filesUnder(Paths.get(path)))(intercept[SparkException](
+      spark.range(0, 20, 1, 2).select(Straggler.column(spark, $"id").as("id"), ($"id" % 3).cast("string").as("p"),
+        ($"id" * 1.5).as("v")).write.format("strata").mode("append").save(path)))
+    assert((whileHeld -- before).exists(_.endsWith(".parquet")), "the straggler had committed no file")
     assert(log(path).snapshot().version == 0)
     assert(filesUnder(Paths.get(path)) == before, "the straggler's file was left behind")
   }
@@ -280,11 +279,10 @@ class V1WriteSuite extends AnyFunSuite with SparkTestSession {
     val path = tempDir().resolve("inject").toString
     sample(10).write.format("strata").partitionBy("p").save(path)
     val before = filesUnder(Paths.get(path))
-    spark.conf.set("strata.test.failAfterRows", "5")
-    val e = try intercept[Exception](spark.range(100).select($"id", ($"id" % 3).cast("string").as("p"),
-        ($"id" * 1.5).as("v")).repartition(2).write.format("strata").mode("append").save(path))
-      finally spark.conf.unset("strata.test.failAfterRows")
-    assert(e.toString.contains("Injected write failure after 5 rows") ||
+    val e = FaultInjectingFileSystem.withFailingWrites(spark, bytes = 100)(intercept[Exception](spark.range(100)
+      .select($"id", ($"id" % 3).cast("string").as("p"), ($"id" * 1.5).as("v")).repartition(2)
+      .write.format("strata").mode("append").save(path)))
+    assert(e.toString.contains("Injected write failure after 100 bytes") ||
       Option(e.getCause).exists(_.toString.contains("Injected")))
     assert(log(path).snapshot().version == 0)
     assert(filesUnder(Paths.get(path)) == before)

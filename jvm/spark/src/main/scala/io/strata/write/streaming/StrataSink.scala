@@ -1,8 +1,8 @@
 package io.strata.write.streaming
 
-import io.strata.config.WriteOptions
+import io.strata.config.WriteConf
 import io.strata.log.{PostCommitHook, TableLog}
-import io.strata.write.{ForeignFiles, StreamingBatch, TestHooks, WriteMode}
+import io.strata.write.{ForeignFiles, StreamingBatch, WriteMode}
 import io.strata.write.v1.V1TableWriter
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.DataFrame
@@ -17,7 +17,7 @@ import org.apache.spark.sql.strata.SparkInternals
  * transaction (appId = option txnAppId, else the query id; version = the batch id). A batch the table already holds
  * is skipped before any file is written, and a concurrent commit of it is caught inside the commit's conflict check.
  */
-final class StrataSink(tablePath: String, options: WriteOptions, mode: WriteMode, postCommit: PostCommitHook) extends Sink
+final class StrataSink(tablePath: String, conf: WriteConf, mode: WriteMode, postCommit: PostCommitHook) extends Sink
     with ReportsSinkMetrics {
   private val progress = new SinkProgress
 
@@ -25,17 +25,16 @@ final class StrataSink(tablePath: String, options: WriteOptions, mode: WriteMode
     val spark = data.sparkSession
     val queryId = StreamingBatch.runningQueryId(spark).getOrElse(throw new IllegalStateException(
       s"$this: addBatch outside a streaming query"))
-    val appId = options.txnAppId.getOrElse(queryId)
+    val batchConf = conf.forMicroBatch(queryId, batchId)
+    val appId = batchConf.appTransaction.get._1
     val log = TableLog.forPath(new Path(tablePath), SparkInternals.hadoopConf(spark, Map.empty))
     val base = log.snapshotOption() // the cached snapshot, brought up to date by the commits since
     val batch = StreamingBatch(appId, batchId, queryId, StreamingWrites.outputModeName(mode),
       sweepEarlierAttempts = progress.firstCommitOfRun)
     // A first batch that died before its commit left its files where the table is to be: those are not foreign.
     if (base.isEmpty) ForeignFiles.refuse(log, batch.jobFiles(tablePath).isAttemptFile)
-    val result = V1TableWriter.write(log, data, mode,
-      options.copy(txnAppId = Some(appId), txnVersion = Some(batchId)), base, postCommit, Some(batch))
+    val result = V1TableWriter.write(log, data, mode, batchConf, base, postCommit, Some(batch))
     progress.record(batchId, result)
-    TestHooks.reached(TestHooks.AfterCommit)
   }
 
   override def metrics(): java.util.Map[String, String] = progress.metrics

@@ -2,46 +2,17 @@ package io.strata.write.streaming
 
 import java.util.Locale
 
-import io.strata.config.{StrataOptions, WriteOptions}
 import io.strata.log.{CommitResult, InvalidTableOperationException}
 import io.strata.write.WriteMode
 import org.apache.spark.sql.streaming.OutputMode
 
 import scala.jdk.CollectionConverters._
 
-/** What the streaming sink (path and catalog tables alike) accepts, checked when the query starts. */
+/**
+ * What the streaming sink (path and catalog tables alike) accepts, checked when the query starts (its write options:
+ * [[io.strata.config.WriteConf]], entries PathStream / CatalogStream).
+ */
 object StreamingWrites {
-  /** Options Spark's DataStreamWriter reads itself; they reach the sink among the write options. */
-  private val SparkStreamOptions = Set("checkpointlocation", "queryname", "asyncprogresstrackingenabled",
-    "asyncprogresstrackingcheckpointintervalms")
-
-  /** `options` without the ones Spark's stream writer consumes. */
-  def withoutSparkOptions(options: Map[String, String]): Map[String, String] =
-    options.filterNot { case (k, _) => SparkStreamOptions(k.toLowerCase(Locale.ROOT)) }
-
-  /**
-   * The write options of a streaming write: those of a batch write, minus the ones that make no sense per micro-batch.
-   * `txnAppId` stands alone here: the version of each commit is its micro-batch id.
-   */
-  def parse(options: Map[String, String], catalog: Boolean): WriteOptions = {
-    val raw = withoutSparkOptions(options)
-    def has(key: String) = raw.keys.exists(_.equalsIgnoreCase(key))
-    if (has(StrataOptions.TxnVersion)) throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION",
-      s"Option ${StrataOptions.TxnVersion} does not apply to streaming writes: each micro-batch commits with its " +
-        s"batch id as the version. Give ${StrataOptions.TxnAppId} alone to name the application across checkpoints.")
-    Seq(StrataOptions.ReplaceWhere, StrataOptions.PartitionOverwriteMode, StrataOptions.OverwriteSchema).find(has)
-      .foreach { k => throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION",
-        s"Option '$k' does not apply to streaming writes: " +
-        "output mode 'append' adds each micro-batch's rows, 'complete' replaces all rows of the table with them.") }
-    val appId = raw.collectFirst { case (k, v) if k.equalsIgnoreCase(StrataOptions.TxnAppId) => v }
-    appId.foreach(a => if (a.trim.isEmpty) throw InvalidTableOperationException("STRATA_INVALID_OPTION_VALUE",
-      Map("setting" -> s"Option '${StrataOptions.TxnAppId}'", "value" -> a, "allowed" -> "a non-empty application id")))
-    val rest = raw.filterNot(_._1.equalsIgnoreCase(StrataOptions.TxnAppId))
-    // The session's txnAppId / txnVersion confs are for batch SQL (foreachBatch); the stream's own ids rule here.
-    val parsed = if (catalog) StrataOptions.parseCatalogWrite(rest, _ => None) else StrataOptions.parseWrite(rest)
-    parsed.copy(txnAppId = appId)
-  }
-
   /** The table-level meaning of an output mode; update mode is refused with the modes that work. */
   def writeMode(mode: OutputMode, table: String): WriteMode =
     if (mode == OutputMode.Append()) WriteMode.Append

@@ -2,7 +2,7 @@ package io.strata.write.v1
 
 import io.strata.log.AddFile
 import io.strata.table.{PartitionPaths, PartitionValues}
-import io.strata.write.{DataFiles, JobFiles, TaskFiles, WriteFaults}
+import io.strata.write.{DataFiles, JobFiles, TaskFiles}
 import org.apache.hadoop.fs.Path
 import org.apache.hadoop.mapreduce.{JobContext, TaskAttemptContext}
 import org.apache.spark.internal.io.{FileCommitProtocol, FileNameSpec}
@@ -72,7 +72,6 @@ final class DirectCommitProtocol(
     val adds = taskFiles.toSeq.flatMap(relative => dataFiles.finish(relative, partitionValues(relative)))
     // Last, so that the time between the authorization and the driver hearing of this task stays as short as it can.
     DirectCommitProtocol.authorizeTaskCommit(taskContext)
-    WriteFaults.afterCommitAuthorized(conf)
     new TaskCommitMessage(TaskFiles(adds, JobFiles.isRerun))
   }
 

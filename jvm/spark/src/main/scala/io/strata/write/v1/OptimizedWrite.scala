@@ -4,7 +4,7 @@ import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.functions.col
 
 /**
- * Optimized writes for path writes (`delta.autoOptimize.optimizeWrite`): rows are shuffled to their partition before
+ * Optimized writes for path writes (`config.WriteSettings.OptimizeWrite`): rows are shuffled to their partition before
  * the writer, so each task holds whole partitions and an append makes about one file per partition instead of one
  * per input task and partition. A REBALANCE (not a plain repartition) lets adaptive execution split a large
  * partition into several tasks of the advisory size and merge small ones, so files stay within a sane size.
@@ -12,8 +12,6 @@ import org.apache.spark.sql.functions.col
  * distribution already.
  */
 object OptimizedWrite {
-  val TableProperty = "delta.autoOptimize.optimizeWrite"
-
   def apply(data: DataFrame, partitionColumns: Seq[String]): DataFrame =
     data.hint("rebalance", partitionColumns.map(c => col(s"`${c.replace("`", "``")}`")): _*)
 }

@@ -1,8 +1,8 @@
 package io.strata.write.v1
 
-import io.strata.config.WriteOptions
-import io.strata.log.{AddFile, CheckConstraints, CommitResult, ErrorConditions, FilePredicate, PostCommitHook, StrataException,
-  TableLog}
+import io.strata.config.WriteConf
+import io.strata.log.{AddFile, CheckConstraints, CommitResult, ErrorConditions, FilePredicate, PostCommitHook,
+  StrataException, TableLog}
 import io.strata.read.SnapshotReader
 import io.strata.table.SqlPredicates
 import io.strata.write.{InputReads, JobFiles, ReplaceWhereFiles, StreamingBatch, TableWrite, WriteMode}
@@ -15,24 +15,20 @@ import org.apache.spark.sql.functions.{coalesce, col, concat, concat_ws, expr, l
  * commit makes them part of the table. A failure before the commit leaves the table as it was and deletes the files.
  */
 object V1TableWriter {
-  /** Test-only: halt the driver JVM after the files are written, right before the log commit. */
-  val HaltBeforeCommitKey = "strata.test.haltBeforeCommit"
-
   /**
    * Writes `data` into the table, starting from `base` (the table as the caller loaded it; None: no table). None when
    * the write's application version (txnAppId / txnVersion) was already committed: nothing was written then.
    * `postCommit`: what runs once the commit landed (the caller's: auto-compaction).
-   * `batch`: `data` is a streaming micro-batch (its options carry the batch's application transaction); its rows
+   * `batch`: `data` is a streaming micro-batch (`conf` carries the batch's application transaction); its rows
    * are computed once, by the incremental plan Spark prepared for the batch.
    */
-  def write(log: TableLog, data: DataFrame, mode: WriteMode, options: WriteOptions,
+  def write(log: TableLog, data: DataFrame, mode: WriteMode, conf: WriteConf,
             base: Option[io.strata.log.Snapshot], postCommit: PostCommitHook,
             batch: Option[StreamingBatch] = None): Option[CommitResult] = {
-    val write = TableWrite.begin(log, data.schema, mode, options, postCommit, Some(base))
+    val write = TableWrite.begin(log, data.schema, mode, conf, postCommit, Some(base))
     if (write.alreadyCommitted) return None
     batch.foreach(write.forStreamingBatch)
     write.readInput(InputReads.ofDataFrame(data, log.tablePath, write.schema))
-    val spark = data.sparkSession
     val newRows = aligned(write, if (batch.isDefined) MicroBatchRelation.rows(data) else data, log)
     val toWrite = mode match {
       case WriteMode.ReplaceWhere(predicate) => newRows.unionByName(replaceWhere(write, predicate, log))
@@ -41,12 +37,11 @@ object V1TableWriter {
     val root = log.tablePath.toString
     val jobFiles = batch.fold(new JobFiles(root))(_.jobFiles(root))
     val committer = new DirectCommitProtocol(jobFiles, write.schema.partitionSchema, write.numIndexedColumns)
-    val writerOptions = Map("compression" -> options.compression) ++
-      options.maxRecordsPerFile.map(n => "maxRecordsPerFile" -> n.toString)
-    val distributed = if (optimizeWrite(write, options)) OptimizedWrite(toWrite, write.schema.partitionColumns) else toWrite
+    val writerOptions = Map("compression" -> write.conf.compression) ++
+      write.conf.maxRecordsPerFile.map(n => "maxRecordsPerFile" -> n.toString)
+    val distributed = if (write.conf.optimizeWrite) OptimizedWrite(toWrite, write.schema.partitionColumns) else toWrite
     jobFiles.tagged(SparkFileWriter.write(distributed, root, write.schema.partitionColumns, committer, writerOptions))
     val files = committer.addedFiles
-    if (spark.conf.getOption(HaltBeforeCommitKey).contains("true")) Runtime.getRuntime.halt(86)
     val result = try write.commit(files) catch {
       // Any StrataException is raised before the commit file is created: the files will never be referenced.
       case e: StrataException =>
@@ -61,11 +56,6 @@ object V1TableWriter {
       Some(result)
     }
   }
-
-  /** The write option `optimizeWrite`, else table property `delta.autoOptimize.optimizeWrite` (off by default). */
-  private def optimizeWrite(write: TableWrite, options: WriteOptions): Boolean =
-    options.optimizeWrite.getOrElse(write.txn.metadata.flatMap(_.configuration.get(OptimizedWrite.TableProperty))
-      .exists(_.trim.equalsIgnoreCase("true")))
 
   /**
    * The data in table column order and spelling, widened where needed, with per-row checks that fail the task:

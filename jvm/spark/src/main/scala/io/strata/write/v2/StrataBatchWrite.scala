@@ -1,6 +1,5 @@
 package io.strata.write.v2
 
-import io.strata.config.WriteOptions
 import io.strata.log.{AddFile, CheckConstraints, StrataException, TableLog}
 import io.strata.write.{InputReads, JobFiles, ParquetFiles, PartitionSplitter, RowChecks, TableWrite, WriteMode}
 import io.strata.write.v1.DirectCommitProtocol
@@ -12,7 +11,7 @@ import org.apache.spark.sql.strata.SparkInternals
  * The job and the log commit of one write. `sweepEarlierAttempts`: an earlier attempt of this write (a streaming
  * micro-batch, its files named by [[JobFiles.forAppVersion]]) may have died; after the commit its files are deleted.
  */
-final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, options: WriteOptions, fanout: Boolean,
+final class StrataBatchWrite(log: TableLog, tableWrite: TableWrite, fanout: Boolean,
                              maxOpenFiles: Int, targetFileSize: Long, onCommit: () => Unit,
                              commitParameters: () => Map[String, String], jobFiles: JobFiles,
                              sweepEarlierAttempts: Boolean = false) extends BatchWrite {
@@ -107,15 +106,15 @@ object StrataBatchWrite {
                         targetFileSize: Long): StrataDataWriterFactory = {
     val spark = SparkSession.active
     val schema = tableWrite.schema
-    val options = tableWrite.options
+    val conf = tableWrite.conf
     val splitter = new PartitionSplitter(schema.schema, schema.partitionColumns)
-    val files = ParquetFiles.prepare(spark, Map("compression" -> options.compression), splitter.dataSchema)
+    val files = ParquetFiles.prepare(spark, Map("compression" -> conf.compression), splitter.dataSchema)
     // An overwrite by condition replaces what the condition matches: a written row outside it is refused, as on V1.
     val replaceWhere = tableWrite.mode match { case WriteMode.ReplaceWhere(p) => Some(p); case _ => None }
     val checks = RowChecks.compile(spark, schema.schema, tableWrite.txn.metadata.toSeq.flatMap(CheckConstraints.of),
       replaceWhere)
     new StrataDataWriterFactory(jobFiles, files, splitter, tableWrite.numIndexedColumns,
-      options.maxRecordsPerFile.getOrElse(0L), targetFileSize, fanoutFiles, checks)
+      conf.maxRecordsPerFile.getOrElse(0L), targetFileSize, fanoutFiles, checks)
   }
 }
 

@@ -1,7 +1,7 @@
 package io.strata.write.v2
 
 import io.strata.log.AddFile
-import io.strata.write.{DataFiles, JobFiles, ParquetFiles, PartitionSplitter, RowChecks, WriteFaults}
+import io.strata.write.{DataFiles, JobFiles, ParquetFiles, PartitionSplitter, RowChecks}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
@@ -123,7 +123,6 @@ final class StrataDataWriter(jobFiles: JobFiles, files: ParquetFiles, splitter: 
     open.keySet.toArray.foreach(k => close(k.asInstanceOf[InternalRow]))
     val dataFiles = new DataFiles(tableRoot, files.hadoopConf, numIndexedCols)
     val adds: Seq[AddFile] = finished.toSeq.flatMap { case (relative, values) => dataFiles.finish(relative, values) }
-    WriteFaults.afterCommitAuthorized(files.hadoopConf) // Spark authorized this commit already
     StrataTaskCommit(adds, JobFiles.isRerun, rowsWithoutFile)
   }
 

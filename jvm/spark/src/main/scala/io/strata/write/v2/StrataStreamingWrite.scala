@@ -1,7 +1,8 @@
 package io.strata.write.v2
 
+import io.strata.config.{WriteConf, WriteEntry}
 import io.strata.log.{PostCommitHook, TableLog}
-import io.strata.write.{RowAlignment, StreamingBatch, TableWrite, TestHooks, WriteMode}
+import io.strata.write.{RowAlignment, StreamingBatch, TableWrite, WriteMode}
 import io.strata.write.streaming.{SinkProgress, StreamingWrites}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
@@ -27,12 +28,13 @@ final class StrataStreamingWriteBuilder(log: TableLog, info: LogicalWriteInfo, p
 
   override def build(): Write = {
     val spark = SparkSession.active
-    val options = StreamingWrites.parse(info.options().asCaseSensitiveMap().asScala.toMap, catalog = true)
+    val conf = WriteConf.forWrite(info.options().asCaseSensitiveMap().asScala.toMap, WriteEntry.CatalogStream,
+      spark.conf.getOption)
     val batchId = StreamingBatch.runningBatchId(spark).getOrElse(
       throw StreamingWrites.continuousRefused(log.tablePath.toString))
-    val appId = options.txnAppId.getOrElse(info.queryId())
-    val write = TableWrite.begin(log, info.schema(), mode,
-      options.copy(txnAppId = Some(appId), txnVersion = Some(batchId)), postCommit)
+    val batchConf = conf.forMicroBatch(info.queryId(), batchId)
+    val appId = batchConf.appTransaction.get._1
+    val write = TableWrite.begin(log, info.schema(), mode, batchConf, postCommit)
     val batch = StreamingBatch(appId, batchId, info.queryId(), StreamingWrites.outputModeName(mode),
       sweepEarlierAttempts = progress.firstCommitOfRun)
     write.forStreamingBatch(batch)
@@ -53,7 +55,6 @@ final class StrataStreamingWrite(batch: StrataBatchWrite, epoch: Long, progress:
     }
     batch.commit(messages)
     progress.record(epoch, batch.result)
-    TestHooks.reached(TestHooks.AfterCommit)
   }
 
   override def abort(epochId: Long, messages: Array[WriterCommitMessage]): Unit = batch.abort(messages)

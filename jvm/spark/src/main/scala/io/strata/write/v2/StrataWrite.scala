@@ -1,6 +1,6 @@
 package io.strata.write.v2
 
-import io.strata.config.{DistributionMode, WriteConf}
+import io.strata.config.DistributionMode
 import io.strata.log.TableLog
 import io.strata.write.{JobFiles, ReplaceWhereFiles, RowAlignment, StreamingBatch, TableWrite, WriteMode}
 import io.strata.write.streaming.{SinkProgress, StreamingWrites}
@@ -12,7 +12,6 @@ import org.apache.spark.sql.connector.write.streaming.StreamingWrite
 import org.apache.spark.sql.connector.write._
 import org.apache.spark.sql.strata.SparkInternals
 
-import scala.jdk.CollectionConverters._
 
 /**
  * A V2 write. By default (distribution mode `hash`) it asks Spark to cluster and sort rows by partition columns, so
@@ -26,14 +25,12 @@ final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: Table
                         streaming: Option[(StreamingBatch, SinkProgress)] = None)
     extends Write with RequiresDistributionAndOrdering {
   private val mode = tableWrite.mode
-  private val options = tableWrite.options
   private val partitionColumns = tableWrite.schema.partitionColumns
   mode match {
     case WriteMode.ReplaceWhere(p) => ReplaceWhereFiles.choose(tableWrite, p)
     case _ =>
   }
-  private val conf = WriteConf(info.options().asCaseSensitiveMap().asScala.toMap,
-    k => SparkSession.active.conf.getOption(k), tableWrite.txn.metadata.map(_.configuration).getOrElse(Map.empty))
+  private val conf = tableWrite.conf
   val distributionMode: DistributionMode = conf.distributionMode(partitionColumns.nonEmpty)
   private val maxOpenFiles = conf.maxOpenFiles
   private val targetFileSize = conf.targetFileSizeBytes
@@ -74,7 +71,7 @@ final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: Table
     case _ => Array.empty
   }
 
-  private lazy val batch = new StrataBatchWrite(log, tableWrite, options,
+  private lazy val batch = new StrataBatchWrite(log, tableWrite,
     fanout = distributionMode == DistributionMode.None, maxOpenFiles, targetFileSize, onCommit, commitParameters,
     streaming.fold(new JobFiles(log.tablePath.toString))(_._1.jobFiles(log.tablePath.toString)),
     sweepEarlierAttempts = streaming.exists(_._1.sweepEarlierAttempts))

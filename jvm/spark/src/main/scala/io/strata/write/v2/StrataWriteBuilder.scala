@@ -1,7 +1,7 @@
 package io.strata.write.v2
 
-import io.strata.config.{StrataOptions, WriteOptions}
-import io.strata.log.{InvalidTableOperationException, PostCommitHook, Snapshot, TableLog}
+import io.strata.config.{WriteConf, WriteEntry}
+import io.strata.log.{PostCommitHook, Snapshot, TableLog}
 import io.strata.table.V2PredicateSql
 import io.strata.write.{ReplaceWhereFiles, TableWrite, WriteMode}
 import org.apache.spark.sql.connector.expressions.filter.Predicate
@@ -18,8 +18,7 @@ final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo, base: Snap
     with SupportsOverwriteV2 with SupportsDynamicOverwrite {
   private var mode: WriteMode = WriteMode.Append
   // Spark's stream writer options reach here only from a continuous query, refused by StrataWrite.toStreaming.
-  private val options: WriteOptions = StrataOptions.parseCatalogWrite(
-    io.strata.write.streaming.StreamingWrites.withoutSparkOptions(info.options().asCaseSensitiveMap().asScala.toMap),
+  private val conf = WriteConf.forWrite(info.options().asCaseSensitiveMap().asScala.toMap, WriteEntry.CatalogWrite,
     org.apache.spark.sql.SparkSession.active.conf.getOption)
 
   /**
@@ -42,15 +41,8 @@ final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo, base: Snap
 
   override def overwriteDynamicPartitions(): WriteBuilder = { mode = WriteMode.DynamicOverwrite; this }
 
-  override def build(): Write = {
-    if (options.replaceWhere.isDefined || options.partitionOverwriteMode.isDefined) {
-      throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION",
-        "Options replaceWhere and partitionOverwriteMode belong to path " +
-        "writes; for catalog tables use INSERT OVERWRITE ... PARTITION, overwrite(condition) or overwritePartitions().")
-    }
-    new StrataWrite(log, info, TableWrite.begin(log, info.schema(), mode, options, postCommit, Some(Some(base))),
-      () => ())
-  }
+  override def build(): Write =
+    new StrataWrite(log, info, TableWrite.begin(log, info.schema(), mode, conf, postCommit, Some(Some(base))), () => ())
 
   /** A V2 predicate as SQL with exact literals ([[canOverwrite]] accepted only predicates that render). */
   private def sql(p: Predicate): String = V2PredicateSql(p).getOrElse(
