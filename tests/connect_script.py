@@ -71,8 +71,16 @@ def error_of(call: Any) -> dict[str, Any]:
         call()
     except Exception as e:  # noqa: BLE001  (reported to the test)
         return {"type": type(e).__name__, "message": str(e).splitlines()[0] if str(e) else "",
-                "jvm_class": getattr(e, "jvm_class", None)}
+                "jvm_class": getattr(e, "jvm_class", None), "condition": getattr(e, "condition", None),
+                "sql_state": getattr(e, "sql_state", None),
+                # What Spark Connect's own exception (the cause) says: the server sent the condition.
+                "spark_condition": _call(e.__cause__, "getCondition"),
+                "spark_sql_state": _call(e.__cause__, "getSqlState")}
     return {"type": None}
+
+
+def _call(error: BaseException | None, method: str) -> Any:
+    return getattr(error, method)() if error is not None and hasattr(error, method) else None
 
 
 def main() -> None:
@@ -118,6 +126,7 @@ def main() -> None:
 
     out["raw_option_error"] = error_of(raw_misspelt)
     out["missing_table_error"] = error_of(lambda: strata.Table.for_path(spark, str(WORKDIR / "none")).to_df())
+    out["exists_error"] = error_of(lambda: strata.write(df, path, "error"))
     out["after_errors"] = rows(table.to_df())
     optimized = table.optimize()
     out["optimize"] = [optimized.files_removed, optimized.files_added, len(optimized.versions)]
@@ -131,6 +140,13 @@ def main() -> None:
     spark.sql("CREATE TABLE strata.db.events (id BIGINT, day STRING) USING strata PARTITIONED BY (day)")
     out["catalog_columns"] = spark.table("strata.db.events").columns
     out["catalog_location_exists"] = (WORKDIR / "warehouse" / "db" / "events" / "_delta_log").is_dir()
+    spark.sql("ALTER TABLE strata.db.events ADD CONSTRAINT pos CHECK (id > 0)")
+
+    def insert_negative() -> None:
+        with strata.errors.translate():
+            spark.sql("INSERT INTO strata.db.events VALUES (-1, 'mon')").collect()
+
+    out["check_error"] = error_of(insert_negative)
     spark.stop()
     print("RESULT " + json.dumps(out), flush=True)
 

@@ -54,7 +54,8 @@ def test_user_flow_on_spark_connect(tmp_path: Path, mode: str) -> None:
     assert out["restore"] == [4, 1, [[1, "FR"], [2, "DE"], [3, "FR"]]]
     assert out["checkpoint"] == 4 and out["cleanup_log"] == 0
     assert out["validation_error"] == {
-        "type": "InvalidOptionError", "jvm_class": None,
+        "type": "InvalidOptionError", "jvm_class": None, "condition": None, "sql_state": None,  # checked in Python
+        "spark_condition": None, "spark_sql_state": None,
         "message": "replace_where must be used with mode 'overwrite' only; got \"mode 'append'\""}
     assert out["schema_error"]["type"] == "SchemaMismatchError"
     assert out["schema_error"]["message"].startswith("The data does not match the schema of ")
@@ -65,5 +66,20 @@ def test_user_flow_on_spark_connect(tmp_path: Path, mode: str) -> None:
     assert out["raw_option_error"]["message"].startswith("Unknown option 'compresion'. Did you mean 'compression'?")
     assert out["missing_table_error"]["type"] == "TableNotFoundError"
     assert out["missing_table_error"]["jvm_class"] == "io.strata.log.TableNotFoundException"
+    assert out["exists_error"]["type"] == "TableExistsError"
+    assert out["check_error"]["type"] == "ConstraintViolationError"
+    assert out["check_error"]["message"] == "CHECK constraint pos (id > 0) violated by row with values: id = -1"
+    # Every one carries its condition and SQLSTATE; for the driver-side ones, Strata's exception is the error Spark
+    # Connect sends, so the client's own exception (the cause) has them too. Row checks in tasks are only typed.
+    conditions = {"schema_error": ("STRATA_SCHEMA_MISMATCH", "42K09", True),
+                  "raw_option_error": ("STRATA_UNKNOWN_OPTION", "42616", True),
+                  "missing_table_error": ("STRATA_TABLE_NOT_FOUND", "42P01", True),
+                  "exists_error": ("STRATA_TABLE_ALREADY_EXISTS", "42P07", True),
+                  "constraint_error": ("STRATA_REPLACE_WHERE_MISMATCH", "44000", False),
+                  "check_error": ("STRATA_CHECK_CONSTRAINT_VIOLATION", "23001", False)}
+    for key, (condition, sql_state, sent) in conditions.items():
+        assert (out[key]["condition"], out[key]["sql_state"]) == (condition, sql_state), (key, out[key])
+        if sent:
+            assert (out[key]["spark_condition"], out[key]["spark_sql_state"]) == (condition, sql_state), (key, out[key])
 
     assert out["catalog_columns"] == ["id", "day"] and out["catalog_location_exists"]

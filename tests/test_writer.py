@@ -344,10 +344,12 @@ class _FakeJavaClass:
 
 
 class _FakeThrowable:
-    """Stands in for a py4j JavaObject of a JVM throwable (class, message, cause)."""
+    """Stands in for a py4j JavaObject of a JVM throwable (class, message, cause; a SparkThrowable's condition)."""
 
-    def __init__(self, name: str, message: str, cause: _FakeThrowable | None = None) -> None:
+    def __init__(self, name: str, message: str, cause: _FakeThrowable | None = None,
+                 condition: str | None = None) -> None:
         self._class, self._message, self._cause = _FakeJavaClass(name), message, cause
+        self._condition = condition
 
     def getClass(self) -> _FakeJavaClass:
         return self._class
@@ -357,6 +359,14 @@ class _FakeThrowable:
 
     def getCause(self) -> _FakeThrowable | None:
         return self._cause
+
+    def getCondition(self) -> str:
+        if self._condition is None:  # py4j: a throwable that is no SparkThrowable has no such method
+            raise AttributeError("getCondition")
+        return self._condition
+
+    def getSqlState(self) -> str:
+        return "40001"
 
 
 def py4j_error(throwable: _FakeThrowable) -> Exception:
@@ -370,33 +380,48 @@ CONFLICT = ("ConcurrentAppendException: the transaction conflicts with version 3
             "version.")
 
 
-@pytest.mark.parametrize("jvm_class", ["io.strata.log.ConcurrentAppendException",
-                                       "io.strata.log.ConcurrentDeleteReadException",
-                                       "io.strata.log.MetadataChangedException",
-                                       "io.strata.log.CommitRetriesExhaustedException"])
-def test_conflicts_are_concurrent_modification_errors(jvm_class: str) -> None:
+@pytest.mark.parametrize(("jvm_class", "condition"), [
+    ("io.strata.log.ConcurrentAppendException", "STRATA_CONCURRENT_APPEND"),
+    ("io.strata.log.ConcurrentDeleteReadException", "STRATA_CONCURRENT_DELETE_READ"),
+    ("io.strata.log.MetadataChangedException", "STRATA_METADATA_CHANGED"),
+    ("io.strata.log.CommitRetriesExhaustedException", "STRATA_COMMIT_RETRIES_EXHAUSTED")])
+def test_conflicts_are_concurrent_modification_errors(jvm_class: str, condition: str) -> None:
     wrapped = _FakeThrowable("org.apache.spark.SparkException", "Job aborted.",
-                             _FakeThrowable(jvm_class, CONFLICT + "\nsecond line"))
+                             _FakeThrowable(jvm_class, f"[{condition}] {CONFLICT}\nsecond line", condition=condition))
     typed = translate_exception(py4j_error(wrapped))
     assert isinstance(typed, strata.ConcurrentModificationError)
     assert typed.message == CONFLICT and typed.jvm_class == jvm_class
+    assert typed.condition == condition
+    assert typed.sql_state == ("40000" if condition == "STRATA_COMMIT_RETRIES_EXHAUSTED" else "40001")
+    # The condition decides, not the class or the words: the same text under another condition is another error.
+    other = _FakeThrowable(jvm_class, f"[STRATA_TABLE_NOT_FOUND] {CONFLICT}", condition="STRATA_TABLE_NOT_FOUND")
+    assert isinstance(translate_exception(py4j_error(other)), strata.TableNotFoundError)
 
 
 def test_translate_understands_spark_connect_errors() -> None:
     from pyspark.errors.exceptions.connect import UnknownException
 
+    # As the Connect client builds it from a SparkThrowable the server sent: the condition and SQLSTATE come along.
     connect_error = UnknownException(
-        message=f"(io.strata.log.ConcurrentAppendException) {CONFLICT}",
-        server_stacktrace="io.strata.log.ConcurrentAppendException\n\tat io.strata.log.Transaction.commit(x.scala:1)")
+        message=f"[STRATA_CONCURRENT_APPEND] {CONFLICT}", reason="io.strata.SparkErrors$ConcurrentAppendException",
+        errorClass="STRATA_CONCURRENT_APPEND", messageParameters={"winningVersion": "3"}, sql_state="40001")
     typed = translate_exception(connect_error)
     assert isinstance(typed, strata.ConcurrentModificationError) and typed.message == CONFLICT
+    assert typed.condition == "STRATA_CONCURRENT_APPEND" and typed.sql_state == "40001"
+    assert typed.jvm_class == "io.strata.log.ConcurrentAppendException"
+    # A Strata error that caused Spark's job failure: the client has the top error's condition only, and the
+    # server's stack trace names the cause with its message, which opens with the condition.
     wrapped = UnknownException(
         message="(org.apache.spark.SparkException) Job aborted.",
         server_stacktrace=("org.apache.spark.SparkException\n\tat org.apache.spark.X.y(X.scala:1)\n"
-                           f"Caused by: io.strata.log.MetadataChangedException: {CONFLICT}\n\tat io.strata.Z.z(Z.scala:2)"))
+                           "Caused by: io.strata.SparkErrors$MetadataChangedException: [STRATA_METADATA_CHANGED] "
+                           f"{CONFLICT}\n\tat io.strata.Z.z(Z.scala:2)"))
     typed = translate_exception(wrapped)
     assert isinstance(typed, strata.ConcurrentModificationError)
     assert typed.jvm_class == "io.strata.log.MetadataChangedException" and typed.message == CONFLICT
+    assert typed.condition == "STRATA_METADATA_CHANGED" and typed.sql_state == "40001"
+    # Without a condition it is not Strata's, whatever the text says.
+    assert translate_exception(UnknownException(message=f"(io.strata.log.ConcurrentAppendException) {CONFLICT}")) is None
     assert translate_exception(UnknownException(message="(java.io.IOException) disk full")) is None
     mentions = UnknownException(message="(java.lang.ClassNotFoundException) cannot load io.strata.catalog.X: gone")
     assert translate_exception(mentions) is None

@@ -1,7 +1,7 @@
 package io.strata
 
 import io.strata.config.{StrataOptions, WriteConf, WriteEntry}
-import io.strata.log.{InvalidTableOperationException, TableLog}
+import io.strata.log.{InvalidTableOperationException, TableAlreadyExistsException, TableLog}
 import io.strata.optimize.AutoCompaction
 import io.strata.read.SnapshotReader
 import io.strata.read.streaming.StrataStreamScan
@@ -63,8 +63,8 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
     val existing = log.snapshotOption()
     val exists = existing.isDefined
     mode match {
-      case SaveMode.ErrorIfExists if exists => throw new InvalidTableOperationException(
-        s"Table ${log.tablePath} already exists (save mode ErrorIfExists). Use mode 'append' or 'overwrite'.")
+      case SaveMode.ErrorIfExists if exists =>
+        throw TableAlreadyExistsException(log.tablePath.toString, existing.get.version)
       case SaveMode.Ignore if exists => // nothing to do
       case _ =>
         if (!exists) ForeignFiles.refuse(log)
@@ -79,14 +79,14 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
     val dynamicByOption = dynamic && conf.givenAsOption(io.strata.config.WriteSettings.PartitionOverwriteMode)
     (mode, conf.replaceWhere) match {
       case (SaveMode.Overwrite, Some(_)) if dynamicByOption =>
-        throw new InvalidTableOperationException(
+        throw InvalidTableOperationException("STRATA_CONFLICTING_OPTIONS",
           "Options replaceWhere and partitionOverwriteMode=dynamic cannot be combined: pick one.")
       case (SaveMode.Overwrite, Some(p)) => WriteMode.ReplaceWhere(p)
       case (SaveMode.Overwrite, None) if dynamic && !conf.overwriteSchema => WriteMode.DynamicOverwrite
       case (SaveMode.Overwrite, None) => WriteMode.Overwrite
-      case (_, Some(_)) => throw new InvalidTableOperationException(
+      case (_, Some(_)) => throw InvalidTableOperationException("STRATA_CONFLICTING_OPTIONS",
         "Option replaceWhere only applies to mode 'overwrite'.")
-      case _ if dynamicByOption => throw new InvalidTableOperationException(
+      case _ if dynamicByOption => throw InvalidTableOperationException("STRATA_CONFLICTING_OPTIONS",
         "Option partitionOverwriteMode=dynamic only applies to mode 'overwrite'.")
       case _ => WriteMode.Append
     }
@@ -94,7 +94,7 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
 
   private def tableLog(sqlContext: SQLContext, parameters: Map[String, String]): TableLog = {
     val path = parameters.find(_._1.equalsIgnoreCase(StrataOptions.Path)).map(_._2).getOrElse(
-      throw new InvalidTableOperationException("A path is required: use .save(path) / .load(path)."))
+      throw InvalidTableOperationException("STRATA_PATH_REQUIRED", Map("how" -> ".save(path) / .load(path)")))
     TableLog.forPath(new Path(path), SparkInternals.hadoopConf(sqlContext.sparkSession, Map.empty))
   }
 
@@ -107,7 +107,7 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
                           outputMode: OutputMode): Sink = {
     val original = StrataDataSource.originalOptions(parameters)
     val path = original.find(_._1.equalsIgnoreCase(StrataOptions.Path)).map(_._2).getOrElse(
-      throw new InvalidTableOperationException("A path is required: use .start(path), or .toTable(name)."))
+      throw InvalidTableOperationException("STRATA_PATH_REQUIRED", Map("how" -> ".start(path), or .toTable(name)")))
     val mode = StreamingWrites.writeMode(outputMode, path)
     val conf = WriteConf.forWrite(original, WriteEntry.PathStream, sqlContext.sparkSession.conf.getOption)
     new StrataSink(path, conf.withPartitionColumns(partitionColumns), mode, AutoCompaction.Hook)
@@ -130,7 +130,8 @@ object StrataDataSource {
     override def schema(): StructType = tableSchema
     override def capabilities(): java.util.Set[TableCapability] = java.util.EnumSet.of(TableCapability.MICRO_BATCH_READ)
     override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = () => new StrataStreamScan(
-      new Path(path.getOrElse(throw new InvalidTableOperationException("A path is required: use .load(path)."))),
+      new Path(path.getOrElse(throw InvalidTableOperationException("STRATA_PATH_REQUIRED",
+        Map("how" -> ".load(path)")))),
       name(), tableSchema, options)
   }
 }

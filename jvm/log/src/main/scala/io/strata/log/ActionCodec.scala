@@ -24,13 +24,16 @@ object ActionCodec {
   /** Parses one log line. Throws [[MalformedActionException]] (with the reason) for anything that is not an action. */
   def parse(line: String): Action = {
     val node = try mapper.readTree(line) catch {
-      case e: Exception => throw new MalformedActionException(s"not valid JSON (${e.getMessage.linesIterator.next()})")
+      case e: Exception => throw MalformedActionException("STRATA_MALFORMED_ACTION",
+        s"not valid JSON (${e.getMessage.linesIterator.next()})")
     }
     if (node == null || !node.isObject || node.size != 1) {
-      throw new MalformedActionException("an action line must be a JSON object with exactly one key")
+      throw MalformedActionException("STRATA_MALFORMED_ACTION",
+        "an action line must be a JSON object with exactly one key")
     }
     val (key, body) = { val e = node.properties.iterator.next(); (e.getKey, e.getValue) }
-    if (!body.isObject) throw new MalformedActionException(s"the value of '$key' must be a JSON object")
+    if (!body.isObject) throw MalformedActionException("STRATA_MALFORMED_ACTION",
+      s"the value of '$key' must be a JSON object")
     fromJson(key, body.asInstanceOf[ObjectNode])
   }
 
@@ -130,9 +133,10 @@ object ActionCodec {
 
   private def deletionVector(o: ObjectNode): Option[DeletionVectorDescriptor] =
     field(o, "deletionVector").map { n =>
-      if (!n.isObject) throw new MalformedActionException("'deletionVector' must be a JSON object")
+      if (!n.isObject) throw MalformedActionException("STRATA_MALFORMED_ACTION",
+        "'deletionVector' must be a JSON object")
       try DeletionVectorDescriptor.parse(n) catch {
-        case e: CorruptLogException => throw new MalformedActionException(e.getMessage)
+        case e: CorruptLogException => throw MalformedActionException("STRATA_MALFORMED_ACTION", e.messageText)
       }
     }
 
@@ -141,7 +145,7 @@ object ActionCodec {
   private def field(o: JsonNode, name: String): Option[JsonNode] = Option(o.get(name)).filterNot(_.isNull)
 
   private def missing(action: String, name: String, what: String) =
-    new MalformedActionException(s"'$action.$name' must be $what")
+    MalformedActionException("STRATA_MALFORMED_ACTION", s"'$action.$name' must be $what")
 
   private def reqText(o: JsonNode, a: String, n: String): String =
     field(o, n).filter(_.isTextual).map(_.asText).getOrElse(throw missing(a, n, "a string"))
@@ -150,7 +154,8 @@ object ActionCodec {
     val p = reqText(o, a, "path")
     try new java.net.URI(p) catch {
       case e: java.net.URISyntaxException =>
-        throw new MalformedActionException(s"'$a.path' must be a URI-encoded path, not '$p' (${e.getReason})")
+        throw MalformedActionException("STRATA_MALFORMED_ACTION",
+          s"'$a.path' must be a URI-encoded path, not '$p' (${e.getReason})")
     }
     p
   }

@@ -28,11 +28,12 @@ object CheckConstraints {
   /** The configuration with constraint `name` added; an existing name (in any case) or an empty one is refused. */
   def add(configuration: Map[String, String], name: String, predicate: String, table: String): Map[String, String] = {
     val key = name.toLowerCase(Locale.ROOT)
-    if (key.isEmpty || !key.matches("[a-z0-9_]+")) throw new InvalidTableOperationException(
+    if (key.isEmpty || !key.matches("[a-z0-9_]+")) throw InvalidTableOperationException("STRATA_INVALID_CONSTRAINT",
       s"Constraint name '$name' is not valid: use letters, digits and underscores.")
-    if (predicate.trim.isEmpty) throw new InvalidTableOperationException(s"CHECK constraint $name has no predicate.")
-    of(configuration).find(_.name == key).foreach { c => throw new InvalidTableOperationException(
-      s"Table $table already has a constraint named $key: $c. Drop it first or choose another name.") }
+    if (predicate.trim.isEmpty) throw InvalidTableOperationException("STRATA_INVALID_CONSTRAINT",
+      s"CHECK constraint $name has no predicate.")
+    of(configuration).find(_.name == key).foreach { c => throw InvalidTableOperationException(
+      "STRATA_CONSTRAINT_ALREADY_EXISTS", Map("table" -> table, "name" -> key, "constraint" -> c)) }
     configuration + (Prefix + key -> predicate)
   }
 
@@ -40,8 +41,8 @@ object CheckConstraints {
   def drop(configuration: Map[String, String], name: String, ifExists: Boolean, table: String): Map[String, String] = {
     val key = name.toLowerCase(Locale.ROOT)
     val keys = configuration.keys.filter(k => isConstraintProperty(k) && k.substring(Prefix.length).equalsIgnoreCase(key))
-    if (keys.isEmpty && !ifExists) throw new InvalidTableOperationException(
-      s"Table $table has no constraint named $key (it has: ${of(configuration).map(_.name).mkString(", ")}).")
+    if (keys.isEmpty && !ifExists) throw InvalidTableOperationException("STRATA_CONSTRAINT_NOT_FOUND",
+      Map("table" -> table, "name" -> key, "existing" -> of(configuration).map(_.name).mkString(", ")))
     configuration -- keys
   }
 }

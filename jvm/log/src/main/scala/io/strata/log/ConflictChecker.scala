@@ -65,17 +65,17 @@ private[log] final class ConflictChecker(
     // Rule 1. Application ids first: a retry whose earlier attempt (or a twin run) committed must be told so.
     val alreadyCommitted = winner.iterator.collect { case t: SetTransaction => t }.flatMap { t =>
       if (ownAppTxns.get(t.appId).exists(t.version >= _)) Some(AlreadyCommitted(version, t.appId, t.version))
-      else if (ownAppTxns.contains(t.appId) || reads.appIds(t.appId)) throw new ConcurrentTransactionException(version,
+      else if (ownAppTxns.contains(t.appId) || reads.appIds(t.appId)) throw ConcurrentTransactionException(version,
         op, s"application '${t.appId}' committed its version ${t.version} concurrently")
       else None
     }.nextOption()
     if (alreadyCommitted.isDefined) return alreadyCommitted
     // Rules 2 and 3. Metadata before protocol: a commit that creates the table (or changes its schema and upgrades
     // the protocol with it) carries both, and the metadata change is what the losing transaction needs to hear about.
-    if (winner.exists(_.isInstanceOf[Metadata])) throw new MetadataChangedException(version, op,
+    if (winner.exists(_.isInstanceOf[Metadata])) throw MetadataChangedException(version, op,
       if (readVersion >= 0) "the table's metadata changed" else "the table was created concurrently")
     if (winner.exists(_.isInstanceOf[Protocol])) {
-      throw new ProtocolChangedException(version, op, "the table's protocol changed")
+      throw ProtocolChangedException(version, op, "the table's protocol changed")
     }
     val winnerRemoves: Map[String, RemoveFile] = winner.collect { case r: RemoveFile => abs(r.path) -> r }.toMap
     // A file given a new deletion vector: the remove of its old entry and the add of its new one, same path.
@@ -90,7 +90,7 @@ private[log] final class ConflictChecker(
     val addsChecked = checksAdds(winner)
     winner.foreach {
       // Rule 4. A definition change: rows added under the old schema, constraints or table cannot stay.
-      case a: AddFile if changesMetadata => throw new MetadataChangedException(version, op,
+      case a: AddFile if changesMetadata => throw MetadataChangedException(version, op,
         s"it added file ${a.path} while this transaction changes the table's definition")
       // Rows moved by a rewrite (compaction): none new; the removes of the files they came from are rule 5.
       case a: AddFile if !a.dataChange =>
@@ -104,7 +104,7 @@ private[log] final class ConflictChecker(
       case a: AddFile if addsChecked => reads.predicates.find(_.mayMatch(a.partitionValues, a.stats)).foreach { p =>
         val what = if (revectored.contains(abs(a.path))) s"brought back deleted rows of file ${a.path} (its new " +
           "deletion vector lacks rows the old one had)" else s"added file ${a.path}"
-        throw new ConcurrentAppendException(version, op, s"$what to $p, which this transaction read")
+        throw ConcurrentAppendException(version, op, s"$what to $p, which this transaction read")
       }
       case _: AddFile =>
       case r: RemoveFile if absorbed(abs(r.path)) =>
@@ -113,15 +113,15 @@ private[log] final class ConflictChecker(
       case r: RemoveFile =>
         val path = abs(r.path)
         val how = if (r.dataChange) "removed" else "rewrote (dataChange=false)"
-        if (removed(path)) throw new ConcurrentDeleteDeleteException(version, op, s"it also $how file ${r.path}")
-        if (reads.files(path)) throw new ConcurrentDeleteReadException(version, op,
+        if (removed(path)) throw ConcurrentDeleteDeleteException(version, op, s"it also $how file ${r.path}")
+        if (reads.files(path)) throw ConcurrentDeleteReadException(version, op,
           s"it $how file ${r.path}, which this transaction read")
         // Rows deleted from what this transaction read: "winner, then us" would not have read them, "us, then
         // winner" would have had the winner delete rows we may have changed. A rewrite (dataChange=false) of a file
         // we did not read moved rows we did not read.
         if (r.dataChange) reads.predicates.find(_.mayMatch(r.partitionValues.getOrElse(Map.empty), r.stats))
           .foreach { p =>
-            throw new ConcurrentDeleteReadException(version, op, s"it removed file ${r.path} from $p, which this " +
+            throw ConcurrentDeleteReadException(version, op, s"it removed file ${r.path} from $p, which this " +
               "transaction read")
           }
       case _ =>

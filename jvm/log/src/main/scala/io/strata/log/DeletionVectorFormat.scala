@@ -36,17 +36,21 @@ object DeletionVectorFormat {
     val buf = ByteBuffer.wrap(data).order(ByteOrder.LITTLE_ENDIAN)
     try {
       val magic = buf.getInt
-      if (magic != Magic) throw new CorruptLogException(s"Deletion vector data starts with $magic, not the magic " +
+      if (magic != Magic) throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR",
+        s"Deletion vector data starts with $magic, not the magic " +
         s"number $Magic.")
       val count = buf.getLong
-      if (count < 0 || count > buf.remaining() / 4) throw new CorruptLogException(s"Deletion vector claims $count " +
+      if (count < 0 || count > buf.remaining() / 4) throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR",
+        s"Deletion vector claims $count " +
         s"bitmaps in ${data.length} bytes.")
       var previous = -1L
       val buckets = (0 until count.toInt).map { _ =>
         val key = Integer.toUnsignedLong(buf.getInt)
-        if (key > Int.MaxValue) throw new CorruptLogException(s"Deletion vector bitmap key $key is beyond the " +
+        if (key > Int.MaxValue) throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR",
+          s"Deletion vector bitmap key $key is beyond the " +
           "largest row index (2^63 - 1).")
-        if (key <= previous) throw new CorruptLogException(s"Deletion vector bitmap keys are not ascending " +
+        if (key <= previous) throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR",
+          s"Deletion vector bitmap keys are not ascending " +
           s"($previous, then $key).")
         previous = key
         val bitmap = new RoaringBitmap()
@@ -58,7 +62,7 @@ object DeletionVectorFormat {
     } catch {
       case e @ (_: java.nio.BufferUnderflowException | _: IOException | _: IndexOutOfBoundsException |
                 _: IllegalArgumentException | _: InvalidRoaringFormat) =>
-        throw new CorruptLogException(s"Deletion vector data is malformed: $e", e)
+        throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR", s"Deletion vector data is malformed: $e", e)
     }
   }
 
@@ -67,7 +71,8 @@ object DeletionVectorFormat {
     val buckets = if (keys.isEmpty) 0 else if (dense) keys.last + 1 else keys.length
     val size = 4L + 8L + 4L * buckets + bitmaps.map(_.serializedSizeInBytes().toLong).sum +
       (buckets - keys.length).toLong * EmptyBitmapSize
-    if (size > Int.MaxValue) throw new StrataException(s"A deletion vector of $size bytes is too large to store.")
+    if (size > Int.MaxValue) throw StrataException("STRATA_DELETION_VECTOR_TOO_LARGE",
+      s"A deletion vector of $size bytes is too large to store.")
     val buf = ByteBuffer.allocate(size.toInt).order(ByteOrder.LITTLE_ENDIAN)
     buf.putInt(Magic).putLong(buckets.toLong)
     if (dense) {
@@ -254,16 +259,18 @@ object Z85 {
     encode(if (bytes.length % 4 == 0) bytes else java.util.Arrays.copyOf(bytes, (bytes.length + 3) / 4 * 4))
 
   def decode(s: String): Array[Byte] = {
-    if (s.length % 5 != 0) throw new CorruptLogException(s"Z85 text of ${s.length} characters (not a multiple of 5).")
+    if (s.length % 5 != 0) throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR",
+      s"Z85 text of ${s.length} characters (not a multiple of 5).")
     val out = ByteBuffer.allocate(s.length / 5 * 4)
     s.grouped(5).foreach { group =>
       var value = 0L
       group.foreach { c =>
         val d = if (c.toInt < 128) Values(c.toInt) else -1
-        if (d < 0) throw new CorruptLogException(s"'$c' is not a Z85 character.")
+        if (d < 0) throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR", s"'$c' is not a Z85 character.")
         value = value * 85 + d
       }
-      if (value > 0xFFFFFFFFL) throw new CorruptLogException(s"Z85 group '$group' exceeds 32 bits.")
+      if (value > 0xFFFFFFFFL) throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR",
+        s"Z85 group '$group' exceeds 32 bits.")
       out.putInt(value.toInt)
     }
     out.array()

@@ -23,7 +23,8 @@ final case class DeletionVectorDescriptor(storageType: String, pathOrInlineDv: S
   /** The file holding the bitmap (None for an inline one). */
   def file(tablePath: Path): Option[Path] = storageType match {
     case "u" =>
-      if (pathOrInlineDv.length < 20) throw new CorruptLogException(s"Deletion vector id '$pathOrInlineDv' is shorter " +
+      if (pathOrInlineDv.length < 20) throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR",
+        s"Deletion vector id '$pathOrInlineDv' is shorter " +
         "than the 20 characters of a Z85-encoded uuid.")
       val prefix = pathOrInlineDv.dropRight(20)
       val bytes = ByteBuffer.wrap(Z85.decode(pathOrInlineDv.takeRight(20)))
@@ -31,7 +32,8 @@ final case class DeletionVectorDescriptor(storageType: String, pathOrInlineDv: S
       Some(if (prefix.isEmpty) new Path(tablePath, name) else new Path(new Path(tablePath, prefix), name))
     case "p" => Some(new Path(new java.net.URI(pathOrInlineDv)))
     case "i" => None
-    case other => throw new CorruptLogException(s"Unknown deletion vector storage type '$other' (expected u, p or i).")
+    case other => throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR",
+      s"Unknown deletion vector storage type '$other' (expected u, p or i).")
   }
 
   /** The descriptor as a log action holds it: delta-spark's field order, no `offset` when there is none. */
@@ -49,7 +51,7 @@ object DeletionVectorDescriptor {
 
   def parse(n: JsonNode): DeletionVectorDescriptor = {
     def field(name: String) = Option(n.get(name)).filterNot(_.isNull).getOrElse(
-      throw new CorruptLogException(s"Deletion vector descriptor $n has no '$name'."))
+      throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR", s"Deletion vector descriptor $n has no '$name'."))
     DeletionVectorDescriptor(field("storageType").asText, field("pathOrInlineDv").asText,
       Option(n.get("offset")).filterNot(_.isNull).map(_.asInt), field("sizeInBytes").asInt, field("cardinality").asLong)
   }
@@ -70,29 +72,36 @@ object DeletionVectors {
       case None => Z85.decode(dv.pathOrInlineDv).take(dv.sizeInBytes)
       case Some(file) =>
         val offset = dv.offset.getOrElse(1)
-        if (offset < 1) throw new CorruptLogException(s"Deletion vector ${dv.uniqueId} has offset $offset.")
+        if (offset < 1) throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR",
+          s"Deletion vector ${dv.uniqueId} has offset $offset.")
         val in = file.getFileSystem(conf).open(file)
         try {
           val version = in.readByte()
-          if (version != DeletionVectorFormat.FileVersion) throw new CorruptLogException(s"Deletion vector file " +
+          if (version != DeletionVectorFormat.FileVersion) throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR",
+            s"Deletion vector file " +
             s"$file has format version $version; Strata reads version ${DeletionVectorFormat.FileVersion}.")
           if (offset > 1) in.seek(offset.toLong)
           val size = in.readInt()
-          if (size != dv.sizeInBytes) throw new CorruptLogException(s"Deletion vector at $file offset $offset holds " +
+          if (size != dv.sizeInBytes) throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR",
+            s"Deletion vector at $file offset $offset holds " +
             s"$size bytes; its descriptor says ${dv.sizeInBytes}.")
           val bytes = new Array[Byte](size)
           in.readFully(bytes)
-          if (in.readInt() != crc(bytes)) throw new CorruptLogException(s"Deletion vector at $file offset $offset " +
+          if (in.readInt() != crc(bytes)) throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR",
+            s"Deletion vector at $file offset $offset " +
             "fails its CRC-32 check.")
           bytes
         } catch {
-          case e: java.io.EOFException => throw new CorruptLogException(s"Deletion vector file $file is truncated.", e)
-          case e: org.apache.hadoop.fs.ChecksumException => throw new CorruptLogException(s"Deletion vector file " +
+          case e: java.io.EOFException => throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR",
+            s"Deletion vector file $file is truncated.", e)
+          case e: org.apache.hadoop.fs.ChecksumException => throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR",
+            s"Deletion vector file " +
             s"$file fails the file system's checksum (${e.getMessage}).", e)
         } finally in.close()
     }
     val rows = decode(data)
-    if (rows.cardinality != dv.cardinality) throw new CorruptLogException(s"Deletion vector ${dv.uniqueId} holds " +
+    if (rows.cardinality != dv.cardinality) throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR",
+      s"Deletion vector ${dv.uniqueId} holds " +
       s"${rows.cardinality} row indexes; its descriptor says ${dv.cardinality}.")
     rows
   }
@@ -167,7 +176,8 @@ object DeletionVectorStore {
         val descriptors = toFile.map { i =>
           val data = encoded(i)
           val offset = out.getPos
-          if (offset + 8L + data.length > Int.MaxValue) throw new StrataException(s"Deletion vector file $file " +
+          if (offset + 8L + data.length > Int.MaxValue) throw StrataException("STRATA_DELETION_VECTOR_TOO_LARGE",
+            s"Deletion vector file $file " +
             "would exceed 2 GB; write fewer vectors to one file.")
           out.writeInt(data.length)
           out.write(data)

@@ -15,6 +15,13 @@ import scala.util.control.NonFatal
 trait Engine {
   /** `<name>/<version>`, as delta-spark's engineInfo names the engine ("Apache-Spark/4.1.1"). */
   def name: String
+
+  /**
+   * The exception `kind` makes for `condition` (Strata's errors are made here, so that an engine can hand its own
+   * error handling subclasses it understands, e.g. Spark's `SparkThrowable`). The default is the log core's class.
+   */
+  def exception[E <: StrataException](kind: ErrorKind[E], condition: String, parameters: Map[String, String],
+                                      cause: Throwable): E = kind.plain(condition, parameters, cause)
 }
 
 object Engine {
@@ -28,10 +35,18 @@ object Engine {
     } finally in.close()
   }
 
-  /** commitInfo.engineInfo: "Strata/<version>" and the engine the connector supplies, if any. Looked up once. */
-  lazy val info: String = {
-    val engines = try ServiceLoader.load(classOf[Engine], classOf[Engine].getClassLoader).asScala.map(_.name).toSeq
+  /** The engines connectors supply (normally one), looked up once. */
+  private lazy val engines: Seq[Engine] =
+    try ServiceLoader.load(classOf[Engine], classOf[Engine].getClassLoader).asScala.toSeq
     catch { case NonFatal(e) => logger.warn("Cannot load the engine named in commitInfo.engineInfo", e); Nil }
-    (s"Strata/$strataVersion" +: engines).mkString(" ")
+
+  /** commitInfo.engineInfo: "Strata/<version>" and the engine the connector supplies, if any. */
+  lazy val info: String = (s"Strata/$strataVersion" +: engines.map(_.name)).mkString(" ")
+
+  /** A Strata exception, made by the first engine a connector supplies (the log core's class without one). */
+  def exception[E <: StrataException](kind: ErrorKind[E], condition: String, parameters: Map[String, String],
+                                      cause: Throwable): E = engines.headOption match {
+    case Some(engine) => engine.exception(kind, condition, parameters, cause)
+    case None => kind.plain(condition, parameters, cause)
   }
 }

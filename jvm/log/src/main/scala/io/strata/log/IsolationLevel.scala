@@ -25,7 +25,7 @@ object IsolationLevel {
   def of(configuration: Map[String, String]): IsolationLevel = configuration.get(Property) match {
     case None => Serializable
     case Some(v) => all.find(_.name == v.trim.toLowerCase(Locale.ROOT)).getOrElse(
-      throw new InvalidTableOperationException(s"Table property $Property has invalid value '$v': it must be one of " +
-        s"${all.map(l => s"'${l.name}'").mkString(", ")}."))
+      throw TableProperties.invalidValue(s"Table property $Property", v,
+        s"one of ${all.map(l => s"'${l.name}'").mkString(", ")}"))
   }
 }

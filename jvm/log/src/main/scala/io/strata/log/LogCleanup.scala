@@ -47,7 +47,7 @@ object LogCleanup {
     // Only a writer that knows every feature of the table may remove its history (a feature may protect it).
     ProtocolSupport.checkWritable(snapshot.protocol, snapshot.metadata, log.tablePath.toString)
     val listing = log.listLog()
-    if (listing.v2Checkpoints.nonEmpty) throw new UnsupportedProtocolException(
+    if (listing.v2Checkpoints.nonEmpty) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
       s"Table ${log.tablePath} has V2 checkpoints, which Strata does not support yet: its log is not cleaned up.")
     val cutoff = now - retentionMillis
     val oldest = newOldestVersion(log, listing, snapshot.metadata, cutoff)

@@ -75,7 +75,8 @@ object LogStore {
   def forPath(tablePath: Path, conf: Configuration): LogStore = {
     def configured(scheme: String) = Option(conf.get(implKey(scheme))).orElse(Option(conf.get("spark.hadoop." + implKey(scheme))))
     val named = Option(tablePath.toUri.getScheme).map(_.toLowerCase)
-    named.filter(configured(_).isEmpty).flatMap(refusal(tablePath, _)).foreach(m => throw new UnsafeLogStoreException(m))
+    named.filter(configured(_).isEmpty).flatMap(refusal(tablePath, _)).foreach(m => throw UnsafeLogStoreException("STRATA_UNSAFE_LOG_STORE",
+      m))
     val fs = tablePath.getFileSystem(conf)
     // The scheme the table path names (what the user configures), not the one its FileSystem class reports.
     val scheme = named.orElse(Option(fs.getUri.getScheme).map(_.toLowerCase)).getOrElse("file")
@@ -83,18 +84,19 @@ object LogStore {
       case Some(cls) =>
         try Class.forName(cls).getConstructor(classOf[FileSystem]).newInstance(fs).asInstanceOf[LogStore]
         catch { case NonFatal(e) =>
-          throw new UnsafeLogStoreException(s"Cannot use log store class '$cls' set by ${implKey(scheme)}: $e. " +
+          throw UnsafeLogStoreException("STRATA_UNSAFE_LOG_STORE",
+            s"Cannot use log store class '$cls' set by ${implKey(scheme)}: $e. " +
             "It must extend io.strata.log.LogStore and have a public constructor taking a Hadoop FileSystem.")
         }
       case None => scheme match {
         case "file" => new LocalLogStore(fs)
         case "hdfs" | "viewfs" => new HdfsLogStore(fs)
         case "s3a" | "s3" if fs.getClass.getName == S3LogStore.S3AFileSystemClass => new S3LogStore(fs)
-        case "s3a" | "s3" => throw new UnsafeLogStoreException(
+        case "s3a" | "s3" => throw UnsafeLogStoreException("STRATA_UNSAFE_LOG_STORE",
           s"Strata commits to S3 only through Hadoop's S3A client (${S3LogStore.S3AFileSystemClass}, hadoop-aws " +
             s"3.4.2+), which can create a commit with a conditional PUT; $tablePath is served by " +
             s"${fs.getClass.getName}. Set spark.hadoop.fs.$scheme.impl=${S3LogStore.S3AFileSystemClass}.")
-        case other => throw new UnsafeLogStoreException(refusal(tablePath, other).getOrElse(
+        case other => throw UnsafeLogStoreException("STRATA_UNSAFE_LOG_STORE", refusal(tablePath, other).getOrElse(
           s"Strata cannot commit safely to $tablePath: the '$other' file system has no atomic put-if-absent " +
             s"that Strata knows to use (Strata commits to 'file', 'hdfs', 'viewfs', 's3a' and 's3' paths), and committing " +
             s"without one can lose concurrent commits. ${bringYourOwn(other)}"))
@@ -143,7 +145,7 @@ final class LocalLogStore(val fs: FileSystem) extends LogStore {
     try Files.createLink(target, tmp)
     catch {
       case _: NioExists => throw new FileAlreadyExistsException(s"$path already exists")
-      case e: UnsupportedOperationException => throw new UnsafeLogStoreException(
+      case e: UnsupportedOperationException => throw UnsafeLogStoreException("STRATA_UNSAFE_LOG_STORE",
         s"The file system under $path does not support hard links, which Strata's local log store needs for " +
           s"atomic commits ($e).")
     } finally Files.deleteIfExists(tmp)

@@ -23,7 +23,8 @@ object ProtocolSupport {
 
   /** The protocol a new table with these properties and schema needs: reader 1 / writer 2 unless a feature asks more. */
   def minimumFor(metadata: Metadata): Protocol = {
-    unsupportedConfiguration(metadata).foreach(msg => throw new UnsupportedProtocolException(msg))
+    unsupportedConfiguration(metadata).foreach(msg => throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
+      msg))
     val legacyWriter = if (CheckConstraints.of(metadata).nonEmpty) 3 else 2
     // Features with reader rules that the metadata asks for (PROTOCOL.md: both lists name them).
     val features = (if (usesTimestampNtz(metadata)) Set("timestampNtz") else Set.empty[String]) ++
@@ -61,14 +62,14 @@ object ProtocolSupport {
   def checkReadable(p: Protocol, table: String): Unit = {
     p.minReaderVersion match {
       case 1 =>
-      case 2 => throw new UnsupportedProtocolException(
+      case 2 => throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
         s"Table $table needs reader version 2 (column mapping), which Strata does not support yet.")
       case 3 =>
         val missing = p.readerFeatures.getOrElse(Set.empty) -- ReadableFeatures
-        if (missing.nonEmpty) throw new UnsupportedProtocolException(
+        if (missing.nonEmpty) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
           s"Table $table needs reader feature(s) ${missing.toSeq.sorted.mkString(", ")}, which Strata does not " +
             s"support yet (supported: ${ReadableFeatures.toSeq.sorted.mkString(", ")}).")
-      case v => throw new UnsupportedProtocolException(
+      case v => throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
         s"Table $table needs reader version $v; Strata reads versions 1 and 3 only.")
     }
   }
@@ -77,17 +78,18 @@ object ProtocolSupport {
     checkReadable(p, table)
     p.minWriterVersion match {
       case 1 | 2 | 3 =>
-      case v if legacyWriterNeeds.contains(v) => throw new UnsupportedProtocolException(
+      case v if legacyWriterNeeds.contains(v) => throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
         s"Table $table needs writer version $v for ${legacyWriterNeeds(v)}, which Strata cannot write yet.")
       case 7 =>
         val missing = p.writerFeatures.getOrElse(Set.empty) -- WritableFeatures
-        if (missing.nonEmpty) throw new UnsupportedProtocolException(
+        if (missing.nonEmpty) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
           s"Table $table needs writer feature(s) ${missing.toSeq.sorted.mkString(", ")}, which Strata cannot write " +
             s"yet (supported: ${WritableFeatures.toSeq.sorted.mkString(", ")}).")
-      case v => throw new UnsupportedProtocolException(
+      case v => throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
         s"Table $table needs writer version $v; Strata writes versions 1, 2, 3 and 7 only.")
     }
-    unsupportedConfiguration(metadata).foreach(msg => throw new UnsupportedProtocolException(s"Table $table: $msg"))
+    unsupportedConfiguration(metadata).foreach(msg => throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
+      s"Table $table: $msg"))
   }
 
   /** Table properties and schema annotations whose write-time rules Strata does not enforce yet. */

@@ -42,10 +42,10 @@ final class RowDeleteRebase(tablePath: Path, conf: Configuration, read: Map[Stri
     if (removed.dvId != base.dvId || added.deletionVector.isEmpty) return false
     val theirs = DeletionVectors.read(added.deletionVector.get, tablePath, conf)
     val before = base.deletionVector.fold(DeletedRows.empty)(DeletionVectors.read(_, tablePath, conf))
-    if (!theirs.containsAll(before)) throw new ConcurrentDeleteReadException(version, operation,
+    if (!theirs.containsAll(before)) throw ConcurrentDeleteReadException(version, operation,
       s"it brought back deleted rows of file ${removed.path} (its new deletion vector lacks rows the old one had), " +
         "which this transaction's condition may match but never read")
-    if (theirs.intersects(mine(path))) throw new ConcurrentDeleteDeleteException(version, operation,
+    if (theirs.intersects(mine(path))) throw ConcurrentDeleteDeleteException(version, operation,
       s"it deleted some of the same rows of file ${removed.path} (deletion vectors overlap)")
     rebased(path) = added
     true

@@ -41,7 +41,7 @@ final class S3LogStore(val fs: FileSystem) extends LogStore {
   /** Refuses to commit when the S3A client cannot send a conditional PUT, or the endpoint ignores one (the probe). */
   def requireConditionalCreate(path: Path): Unit = if (!conditionalCreateChecked) {
     val supported = try fs.hasPathCapability(path, ConditionalOverwrite) catch { case NonFatal(_) => false }
-    if (!supported) throw new UnsafeLogStoreException(
+    if (!supported) throw UnsafeLogStoreException("STRATA_UNSAFE_LOG_STORE",
       s"Strata cannot commit safely to $path: the file system (${fs.getClass.getName}) cannot create a file with a " +
         s"conditional PUT (path capability '$ConditionalOverwrite' is missing), and without one concurrent writers " +
         s"can overwrite each other's commits. Use Hadoop's S3A client 3.4.2 or later (hadoop-aws 3.4.2, the Hadoop " +
@@ -65,7 +65,7 @@ final class S3LogStore(val fs: FileSystem) extends LogStore {
       val refused = try { conditionalPut(probe, "second\n".getBytes(UTF_8)); false } catch {
         case e: IOException if isServerPreconditionFailed(e) => true
       }
-      if (!refused) throw new UnsafeLogStoreException(
+      if (!refused) throw UnsafeLogStoreException("STRATA_UNSAFE_LOG_STORE",
         s"Strata cannot commit safely to ${commit.getParent}: the S3 endpoint ($endpoint) " +
           "ignored If-None-Match: a conditional PUT of an object that already existed was accepted and replaced it " +
           s"(probe object $probe, since deleted), so two writers could replace each other's commits. Use an S3 endpoint that " +

@@ -115,9 +115,9 @@ object Snapshot {
     }
 
     def result(version: Long, segment: LogSegment): Snapshot = {
-      val p = protocol.getOrElse(throw new CorruptLogException(
+      val p = protocol.getOrElse(throw CorruptLogException("STRATA_CORRUPT_LOG",
         s"The log of $tablePath has no protocol action up to version $version (read ${segment.files.mkString(", ")})."))
-      val m = metadata.getOrElse(throw new CorruptLogException(
+      val m = metadata.getOrElse(throw CorruptLogException("STRATA_CORRUPT_LOG",
         s"The log of $tablePath has no metaData action up to version $version (read ${segment.files.mkString(", ")})."))
       new Snapshot(tablePath, version, segment, p, m, files.result(), tombstones.result(), txns.toMap, domains.toMap)
     }

@@ -68,12 +68,12 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   }
 
   /** The latest snapshot; [[TableNotFoundException]] when there is no table. */
-  def snapshot(): Snapshot = snapshotOption().getOrElse(throw new TableNotFoundException(tablePath.toString))
+  def snapshot(): Snapshot = snapshotOption().getOrElse(throw TableNotFoundException(tablePath.toString))
 
   /** The snapshot at `version` (time travel). */
   def snapshotAt(version: Long): Snapshot = {
     val listing = listLog()
-    if (listing.commits.isEmpty && listing.checkpoints.isEmpty) throw new TableNotFoundException(tablePath.toString)
+    if (listing.commits.isEmpty && listing.checkpoints.isEmpty) throw TableNotFoundException(tablePath.toString)
     load(listing, Some(version))
   }
 
@@ -83,13 +83,13 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
    */
   def snapshotAsOf(timestampMillis: Long): Snapshot = {
     val stamps = commitTimestamps()
-    if (stamps.isEmpty) throw new TableNotFoundException(tablePath.toString)
+    if (stamps.isEmpty) throw TableNotFoundException(tablePath.toString)
     def at(v: (Long, Long)) = s"version ${v._1} at ${java.time.Instant.ofEpochMilli(v._2)}"
     val range = s"the table's commits go from ${at(stamps.head)} to ${at(stamps.last)}"
     val asked = java.time.Instant.ofEpochMilli(timestampMillis)
-    if (timestampMillis < stamps.head._2) throw new InvalidTableOperationException(
+    if (timestampMillis < stamps.head._2) throw InvalidTableOperationException("STRATA_TIME_TRAVEL_OUT_OF_RANGE",
       s"No version of $tablePath was committed at or before $asked: $range. Use a timestamp in that range.")
-    if (timestampMillis > stamps.last._2) throw new InvalidTableOperationException(
+    if (timestampMillis > stamps.last._2) throw InvalidTableOperationException("STRATA_TIME_TRAVEL_OUT_OF_RANGE",
       s"Timestamp $asked is after the latest commit of $tablePath: $range. Use a timestamp in that range.")
     snapshotAt(stamps.filter(_._2 <= timestampMillis).last._1)
   }
@@ -113,7 +113,8 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     commits.map { case (v, st) =>
       val ict = ictFrom.filter(v >= _).map { _ =>
         readCommit(v, st.getPath).collectFirst { case c: CommitInfo => c.inCommitTimestamp }.flatten.getOrElse(
-          throw new CorruptLogException(s"Commit $v of $tablePath has no commitInfo.inCommitTimestamp, but the table " +
+          throw CorruptLogException("STRATA_CORRUPT_LOG",
+            s"Commit $v of $tablePath has no commitInfo.inCommitTimestamp, but the table " +
             "has in-commit timestamps from version " + ictFrom.get + " on."))
       }
       last = ict.getOrElse(math.max(last + 1, st.getModificationTime))
@@ -124,7 +125,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   /** Commits newest first, with their commitInfo. */
   def history(limit: Int = Int.MaxValue): Seq[CommitRecord] = {
     val stamps = commitTimestamps()
-    if (stamps.isEmpty) throw new TableNotFoundException(tablePath.toString)
+    if (stamps.isEmpty) throw TableNotFoundException(tablePath.toString)
     stamps.reverse.take(limit).map { case (v, ts) =>
       val info = readCommit(v, FileNames.deltaFile(logPath, v)).collectFirst { case c: CommitInfo => c }
       CommitRecord(v, ts, info)
@@ -136,13 +137,15 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
 
   private def readCommit(version: Long, path: Path): Seq[Action] = {
     val lines = try store.read(path) catch {
-      case e: FileNotFoundException => throw new CorruptLogException(s"Commit file $path of version $version is missing.", e)
+      case e: FileNotFoundException => throw CorruptLogException("STRATA_CORRUPT_LOG",
+        s"Commit file $path of version $version is missing.", e)
     }
-    if (lines.isEmpty) throw new CorruptLogException(s"Commit file $path of version $version is empty.")
+    if (lines.isEmpty) throw CorruptLogException("STRATA_CORRUPT_LOG",
+      s"Commit file $path of version $version is empty.")
     lines.zipWithIndex.map { case (line, i) =>
       try ActionCodec.parse(line) catch {
-        case e: MalformedActionException => throw new CorruptLogException(
-          s"Commit file $path of version $version is corrupt or truncated at line ${i + 1}: ${e.getMessage}.", e)
+        case e: MalformedActionException => throw CorruptLogException("STRATA_CORRUPT_LOG",
+          s"Commit file $path of version $version is corrupt or truncated at line ${i + 1}: ${e.messageText}.", e)
       }
     }
   }
@@ -164,11 +167,11 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   private def load(listing: Listing, target: Option[Long]): Snapshot = {
     val latest = (listing.commits.keys ++ listing.checkpoints.keys).max
     val version = target.getOrElse(latest)
-    if (version > latest || version < 0) throw new InvalidTableOperationException(
+    if (version > latest || version < 0) throw InvalidTableOperationException("STRATA_TIME_TRAVEL_OUT_OF_RANGE",
       s"Version $version of $tablePath does not exist; the latest version is $latest.")
     val usable = listing.checkpoints.keys.filter(_ <= version).toSeq.sorted.reverse
     if (listing.v2Checkpoints.exists(v => v <= version && usable.headOption.forall(_ < v))) {
-      throw new UnsupportedProtocolException(
+      throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
         s"Table $tablePath uses V2 checkpoints (reader feature v2Checkpoint), which Strata does not support yet.")
     }
     // Newest checkpoint first; an unreadable one is passed over when the commits after an older one are all there.
@@ -178,7 +181,8 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
       // Below the oldest version the log can still rebuild: history cleaned up (cleanup_log, delta-spark's log
       // retention), not a damaged log.
       TableLog.oldestReconstructable(listing).filter(version < _).foreach { oldest =>
-        throw new InvalidTableOperationException(s"Version $version of $tablePath is no longer available: the log " +
+        throw InvalidTableOperationException("STRATA_VERSION_NOT_AVAILABLE",
+          s"Version $version of $tablePath is no longer available: the log " +
           s"before version $oldest has been cleaned up (delta.logRetentionDuration). The oldest version that can be " +
           s"read or restored is $oldest; the latest is $latest.")
       }
@@ -190,7 +194,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
           s"missing or incomplete, and commit file $gone needed to rebuild the table without it is gone"
         case None => s"commit file $gone is missing"
       }
-      throw new CorruptLogException(s"Cannot rebuild version $version of $tablePath: $why.")
+      throw CorruptLogException("STRATA_CORRUPT_LOG", s"Cannot rebuild version $version of $tablePath: $why.")
     }
     var firstFailure: Option[CorruptLogException] = None
     routes.iterator.map { cp =>
@@ -216,10 +220,11 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     cpFiles.foreach { f =>
       try store.readCheckpoint(f).foreach(replay.apply) catch {
         case e: MalformedActionException => throw new CheckpointUnreadable(
-          new CorruptLogException(s"Checkpoint file $f holds a malformed action: ${e.getMessage}.", e))
+          CorruptLogException("STRATA_CORRUPT_LOG",
+            s"Checkpoint file $f holds a malformed action: ${e.messageText}.", e))
         case e: StrataException => throw e
         case NonFatal(e) => throw new CheckpointUnreadable(
-          new CorruptLogException(s"Checkpoint file $f is unreadable: $e.", e))
+          CorruptLogException("STRATA_CORRUPT_LOG", s"Checkpoint file $f is unreadable: $e.", e))
       }
     }
     commits.foreach { case (v, st) => readCommit(v, st.getPath).foreach(replay.apply) }
@@ -283,8 +288,8 @@ object TableLog {
 
   def checkpointInterval(conf: Map[String, String]): Int =
     conf.get(CheckpointIntervalKey).map { v =>
-      v.toIntOption.filter(_ > 0).getOrElse(throw new InvalidTableOperationException(
-        s"Table property $CheckpointIntervalKey must be a positive whole number, not '$v'."))
+      v.toIntOption.filter(_ > 0).getOrElse(
+        throw TableProperties.invalidValue(s"Table property $CheckpointIntervalKey", v, "a positive whole number"))
     }.getOrElse(DefaultCheckpointInterval)
 
   /** The first version with in-commit timestamps, when the table's (latest) metadata enables them. */

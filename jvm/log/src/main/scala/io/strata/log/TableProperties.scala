@@ -123,22 +123,26 @@ object TableProperties {
       if (lk.startsWith(FeaturePrefix)) FeaturePrefix + canonicalFeature(key, table) -> value
       else Seq(MinReaderVersion, MinWriterVersion, IgnoreProtocolDefaults).find(_.equalsIgnoreCase(key)).get -> value
     } else if (lk.startsWith("delta.universalformat.config.")) {
-      throw new UnsupportedProtocolException(s"Table property $key of $table configures UniForm, which Strata does " +
+      throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
+        s"Table property $key of $table configures UniForm, which Strata does " +
         "not support yet.")
     } else byLowerKey.get(lk) match {
       case Some((canonical, check)) => checkValue(canonical, check, value, table); canonical -> value
       case None =>
         val closest = (byLowerKey.values.map(_._1).toSeq ++ Seq(MinReaderVersion, MinWriterVersion))
           .minBy(k => Spelling.editDistance(k.toLowerCase(Locale.ROOT), lk))
-        throw new InvalidTableOperationException(s"Unknown table property '$key' for $table. Did you mean " +
-          s"'$closest'? Properties in the delta. namespace are the Delta protocol's (DeltaConfigs); use another " +
-          "prefix for your own.")
+        throw InvalidTableOperationException("STRATA_UNKNOWN_TABLE_PROPERTY",
+          Map("property" -> key, "table" -> table, "closest" -> closest))
     }
   }
 
+  /** A table property's value that is not one it may take: `setting` ("Table property k of t") must be `expected`. */
+  def invalidValue(setting: String, value: String, expected: String): InvalidTableOperationException =
+    InvalidTableOperationException("STRATA_INVALID_TABLE_PROPERTY_VALUE",
+      Map("setting" -> setting, "value" -> value, "allowed" -> expected))
+
   private def checkValue(key: String, check: Check, value: String, table: String): Unit = {
-    def bad(expected: String): Nothing = throw new InvalidTableOperationException(
-      s"Table property $key of $table has invalid value '$value': it must be $expected.")
+    def bad(expected: String): Nothing = throw invalidValue(s"Table property $key of $table", value, expected)
     check match {
       case AnyValue =>
       case Bool => if (!value.trim.equalsIgnoreCase("true") && !value.trim.equalsIgnoreCase("false")) bad("true or false")
@@ -146,7 +150,7 @@ object TableProperties {
       case Interval => if (Intervals.parseMillis(value).isEmpty) bad("an interval such as 'interval 7 days' " +
         "(units: millisecond, second, minute, hour, day, week; months and years are not accepted)")
       case OneOf(values) => if (!values.exists(_.equalsIgnoreCase(value.trim))) bad(values.mkString("one of ", ", ", ""))
-      case Unsupported(why, isOff) => if (!isOff(value)) throw new UnsupportedProtocolException(
+      case Unsupported(why, isOff) => if (!isOff(value)) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
         s"Table property $key='$value' of $table needs $why, which Strata cannot write yet; nothing was changed.")
     }
   }
@@ -157,35 +161,37 @@ object TableProperties {
     DeltaFeatures.find(_.equalsIgnoreCase(name)).getOrElse {
       val closest = DeltaFeatures.minBy(f => Spelling.editDistance(f.toLowerCase(Locale.ROOT),
         name.toLowerCase(Locale.ROOT)))
-      throw new InvalidTableOperationException(s"Table property $key of $table names an unknown table feature " +
-        s"'$name'. Did you mean '$closest'?")
+      throw InvalidTableOperationException("STRATA_UNKNOWN_TABLE_FEATURE",
+        Map("property" -> key, "table" -> table, "feature" -> name, "closest" -> closest))
     }
   }
 
   /** The versions and features protocol properties ask for, each checked on its own against what Strata writes. */
   private def parseProtocol(props: Map[String, String], table: String): (Option[Int], Option[Int], Set[String]) = {
     def version(key: String, allowed: Seq[Int]): Option[Int] = props.find(_._1.equalsIgnoreCase(key)).map { case (k, v) =>
-      v.trim.toIntOption.filter(allowed.contains).getOrElse(throw new InvalidTableOperationException(
-        s"Table property $k of $table has invalid value '$v': it must be one of ${allowed.mkString(", ")}."))
+      v.trim.toIntOption.filter(allowed.contains).getOrElse(
+        throw invalidValue(s"Table property $k of $table", v, s"one of ${allowed.mkString(", ")}"))
     }
     val reader = version(MinReaderVersion, 1 to 3)
     val writer = version(MinWriterVersion, 1 to 7)
     props.find(_._1.equalsIgnoreCase(IgnoreProtocolDefaults)).foreach { case (k, v) =>
-      if (!v.trim.equalsIgnoreCase("true") && !v.trim.equalsIgnoreCase("false")) throw new InvalidTableOperationException(
-        s"Table property $k of $table has invalid value '$v': it must be true or false.")
+      if (!v.trim.equalsIgnoreCase("true") && !v.trim.equalsIgnoreCase("false"))
+        throw invalidValue(s"Table property $k of $table", v, "true or false")
     }
-    if (reader.contains(2)) throw new UnsupportedProtocolException(s"Table property $MinReaderVersion=2 of $table " +
+    if (reader.contains(2)) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
+      s"Table property $MinReaderVersion=2 of $table " +
       "means column mapping, which Strata cannot write yet; use 1, or 3 together with delta.minWriterVersion=7.")
     writer.flatMap(ProtocolSupport.legacyWriterNeeds.get).foreach { need =>
-      throw new UnsupportedProtocolException(s"Table property $MinWriterVersion=${writer.get} of $table means $need, " +
+      throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
+        s"Table property $MinWriterVersion=${writer.get} of $table means $need, " +
         "which Strata cannot write yet; use 2, 3 or 7.")
     }
     val features = props.toSeq.filter(_._1.toLowerCase(Locale.ROOT).startsWith(FeaturePrefix)).map { case (k, v) =>
-      if (!Seq("supported", "enabled").exists(_.equalsIgnoreCase(v.trim))) throw new InvalidTableOperationException(
-        s"Table property $k of $table has invalid value '$v': it must be 'supported' (features cannot be dropped " +
-          "by a property).")
+      if (!Seq("supported", "enabled").exists(_.equalsIgnoreCase(v.trim))) throw invalidValue(
+        s"Table property $k of $table", v, "'supported' (features cannot be dropped by a property)")
       val name = canonicalFeature(k, table)
-      if (!ProtocolSupport.WritableFeatures(name)) throw new UnsupportedProtocolException(s"Table property $k of " +
+      if (!ProtocolSupport.WritableFeatures(name)) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
+        s"Table property $k of " +
         s"$table asks for table feature $name, which Strata cannot write yet (it writes " +
         s"${ProtocolSupport.WritableFeatures.toSeq.sorted.mkString(", ")}); nothing was changed.")
       name
@@ -205,7 +211,8 @@ object TableProperties {
     // that minReaderVersion=3 alone works on a writer-7 table.
     val r = reader.getOrElse(1)
     val w = writer.orElse(current.map(_.minWriterVersion)).getOrElse(1)
-    if (r == 3 && w < 7) throw new InvalidTableOperationException(s"Table property $MinReaderVersion=3 of $table " +
+    if (r == 3 && w < 7) throw InvalidTableOperationException("STRATA_INVALID_PROTOCOL_REQUEST",
+      s"Table property $MinReaderVersion=3 of $table " +
       s"needs writer version 7 (reader features come with writer features); set '$MinWriterVersion'='7' too.")
     val readerFeatures = features.filter(ReaderWriterFeatures)
     Some(if (w >= 7 || features.nonEmpty) {

@@ -47,7 +47,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
 
   /** CREATE semantics: the commit fails with [[TableAlreadyExistsException]] unless no version of the table exists. */
   def requireNoTable(): Unit = {
-    readSnapshot.foreach(s => throw new TableAlreadyExistsException(log.tablePath.toString, s.version))
+    readSnapshot.foreach(s => throw TableAlreadyExistsException(log.tablePath.toString, s.version))
     requireNewTable = true
   }
 
@@ -100,8 +100,8 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
   def commit(actions: Seq[Action], operation: Operation): CommitResult = {
     if (committed) throw new IllegalStateException("This transaction has already committed.")
     committed = true
-    val meta = metadata.getOrElse(throw new InvalidTableOperationException(
-      s"Cannot create table ${log.tablePath} without metadata (a schema)."))
+    val meta = metadata.getOrElse(throw InvalidTableOperationException("STRATA_MISSING_METADATA",
+      Map("table" -> log.tablePath)))
     val derived = readSnapshot match {
       case None => ProtocolSupport.minimumFor(meta)
       case Some(s) if newMetadata.isDefined => ProtocolSupport.upgradeFor(s.protocol, meta)
@@ -158,7 +158,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
           if (ioFailures >= Transaction.MaxIoFailures) throw e
           attempt += 1 // the same version again
         case Transaction.LostRace(winner) =>
-          if (attempt >= maxAttempts) throw new CommitRetriesExhaustedException(attempt, version)
+          if (attempt >= maxAttempts) throw CommitRetriesExhaustedException(attempt, version)
           checker.checkCommits(version, None, winner) match {
             case a: ConflictChecker.AlreadyCommitted => return alreadyCommitted(a)
             case ConflictChecker.Checked(last) => version = last + 1
@@ -233,8 +233,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     dup.foreach(p => throw new IllegalArgumentException(s"File $p appears twice in one commit."))
     if (meta.configuration.get("delta.appendOnly").exists(_.equalsIgnoreCase("true")) &&
       actions.exists { case r: RemoveFile => r.dataChange; case _ => false }) {
-      throw new InvalidTableOperationException(s"Table ${log.tablePath} is append-only (delta.appendOnly=true): " +
-        "this operation would remove data. Unset the property to allow it.")
+      throw InvalidTableOperationException("STRATA_APPEND_ONLY", Map("table" -> log.tablePath))
     }
     val partCols = meta.partitionColumns.toSet
     actions.foreach {

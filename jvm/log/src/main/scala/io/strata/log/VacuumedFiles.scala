@@ -30,7 +30,8 @@ object VacuumedFiles {
       .foreach { case (p, at) =>
         val when = at.map(t => s"at ${Instant.ofEpochMilli(t)}").getOrElse("long enough ago that the log no longer says when")
         val retention = TableLog.tombstoneRetentionMillis(latest.metadata.configuration) / 3600000.0
-        throw new InvalidTableOperationException(s"Version ${old.version} of ${log.tablePath} can no longer be read: " +
+        throw InvalidTableOperationException("STRATA_VERSION_NOT_AVAILABLE",
+          s"Version ${old.version} of ${log.tablePath} can no longer be read: " +
           s"its file $p does not exist. A later version removed it from the table ($when), and it has been deleted " +
           s"since, most likely by VACUUM, which deletes removed files once they are older than the retention (the " +
           f"table's delta.deletedFileRetentionDuration is $retention%.0f hours, or the retention_hours it was given). " +

@@ -159,7 +159,8 @@ class LogStoreSuite extends AnyFunSuite with LogTestSupport {
     test(s"$scheme:// is refused naming what a safe commit there needs and the key for a store of one's own") {
       val path = new Path(s"$scheme://container@account/warehouse/t")
       val e = intercept[UnsafeLogStoreException](LogStore.forPath(path, newConf()))
-      assert(e.getMessage.startsWith(s"Strata cannot commit safely to $path: "), e.getMessage)
+      assert(e.getCondition == "STRATA_UNSAFE_LOG_STORE", e.getMessage)
+      assert(e.messageText.startsWith(s"Strata cannot commit safely to $path: "), e.getMessage)
       says.foreach(s => assert(e.getMessage.contains(s), s"'$s' in: ${e.getMessage}"))
       assert(e.getMessage.contains(s"set spark.hadoop.strata.logStore.$scheme.impl to a LogStore class"), e.getMessage)
       assert(!e.getMessage.contains("'file', 'hdfs'"), "not the generic unknown-scheme message")

@@ -101,9 +101,8 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
   override def truncateTable(): Boolean = { deleteWhere(Array.empty); true }
 
   /** Changing rows of a version read by time travel would silently drop every later commit. */
-  private def requireCurrent(command: String): Unit = if (timeTravel) throw new InvalidTableOperationException(
-    s"$command on $tableName: the table was read at version ${snapshot.version} (time travel); change rows of the " +
-      "current version instead (leave out VERSION AS OF / TIMESTAMP AS OF), or use RESTORE to go back to a version.")
+  private def requireCurrent(command: String): Unit = if (timeTravel) throw InvalidTableOperationException(
+    "STRATA_TIME_TRAVEL_CHANGE", Map("command" -> command, "table" -> tableName, "version" -> snapshot.version))
   override def version(): String = snapshot.version.toString
 
   override def newScanBuilder(options: CaseInsensitiveStringMap): StrataScanBuilder = {
@@ -134,9 +133,8 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
     val asked = read.versionAsOf.map(v => StrataOptions.VersionAsOf -> v.toString)
       .orElse(read.timestampAsOf.map(ts => StrataOptions.TimestampAsOf -> s"'$ts'"))
     asked.filter(_ => !timeTravel || read.versionAsOf.exists(_ != snapshot.version)).foreach {
-      case (name, value) => throw new InvalidTableOperationException(s"Option $name $value on $tableName was not " +
-        s"applied: Spark loaded version ${snapshot.version}. Spark applies this option to catalog tables under the " +
-        s"name '${sparkName(name)}' (spark.sql.timeTravel*Key); use that, or SQL's VERSION AS OF / TIMESTAMP AS OF.")
+      case (name, value) => throw InvalidTableOperationException("STRATA_OPTION_NOT_APPLIED", Map("option" -> name,
+        "value" -> value, "table" -> tableName, "version" -> snapshot.version, "sparkName" -> sparkName(name)))
     }
   }
 }

@@ -18,7 +18,7 @@ import org.apache.spark.sql.types.{StructField, StructType}
 object TableAlteration {
   def apply(log: TableLog, changes: Seq[TableChange]): Unit = {
     val txn = log.startTransaction()
-    val snapshot = txn.readSnapshot.getOrElse(throw new TableNotFoundException(log.tablePath.toString))
+    val snapshot = txn.readSnapshot.getOrElse(throw TableNotFoundException(log.tablePath.toString))
     val table = log.tablePath.toString
     var meta = snapshot.metadata
     var schema = TableSchema.of(meta).schema
@@ -30,16 +30,17 @@ object TableAlteration {
         conf = CheckConstraints.add(CheckConstraints.drop(conf, name, ifExists = true, table), name, c.value, table)
       case c: TableChange.SetProperty => set += c.property -> c.value
       case c: TableChange.RemoveProperty if TableProperties.isProtocolProperty(c.property) =>
-        throw new InvalidTableOperationException(s"Cannot unset ${c.property} of $table: protocol properties are " +
+        throw InvalidTableOperationException("STRATA_UNSUPPORTED_ALTER",
+          s"Cannot unset ${c.property} of $table: protocol properties are " +
           "not stored (they upgraded the protocol, which is never downgraded); nothing was changed.")
       case c: TableChange.RemoveProperty => conf = conf - c.property
       case c: TableChange.AddConstraint => conf = TableCreation.withConstraint(conf, c.constraint(), table)
       case c: TableChange.DropConstraint => conf = CheckConstraints.drop(conf, c.name(), c.ifExists(), table)
       case c: TableChange.AddColumn =>
         val name = topLevel(c.fieldNames, "ADD COLUMN")
-        if (schema.fieldNames.exists(_.equalsIgnoreCase(name))) throw new InvalidTableOperationException(
-          s"Column '$name' already exists in ${log.tablePath}.")
-        if (!c.isNullable) throw new InvalidTableOperationException(
+        if (schema.fieldNames.exists(_.equalsIgnoreCase(name))) throw InvalidTableOperationException(
+          "STRATA_COLUMN_ALREADY_EXISTS", Map("column" -> name, "table" -> log.tablePath))
+        if (!c.isNullable) throw InvalidTableOperationException("STRATA_UNSUPPORTED_ALTER",
           s"Cannot add NOT NULL column '$name': the rows already in the table have no value for it.")
         val field = Option(c.comment).fold(StructField(name, c.dataType, nullable = true))(
           StructField(name, c.dataType, nullable = true).withComment)
@@ -49,15 +50,16 @@ object TableAlteration {
           case Some(a: TableChange.After) =>
             val i = schema.fieldIndex(a.column)
             StructType((schema.fields.take(i + 1) :+ field) ++ schema.fields.drop(i + 1))
-          case Some(other) => throw new InvalidTableOperationException(s"Unsupported column position $other.")
+          case Some(other) => throw InvalidTableOperationException("STRATA_UNSUPPORTED_ALTER",
+            s"Unsupported column position $other.")
         }
       // Spark 4.1.1's MERGE WITH SCHEMA EVOLUTION asks for the source's type even when it is narrower (INT for a
       // BIGINT column); Strata changes no column type (Delta's type widening is not there), so only a no-op passes.
       case c: TableChange.UpdateColumnType =>
         val name = topLevel(c.fieldNames, "ALTER COLUMN TYPE")
-        val current = schema.fields.find(_.name.equalsIgnoreCase(name)).getOrElse(throw new InvalidTableOperationException(
-          s"Column '$name' does not exist in ${log.tablePath}."))
-        if (current.dataType != c.newDataType) throw new InvalidTableOperationException(
+        val current = schema.fields.find(_.name.equalsIgnoreCase(name)).getOrElse(throw InvalidTableOperationException(
+          "STRATA_COLUMN_NOT_FOUND", Map("column" -> name, "table" -> log.tablePath)))
+        if (current.dataType != c.newDataType) throw InvalidTableOperationException("STRATA_UNSUPPORTED_ALTER",
           s"Cannot change column '$name' of ${log.tablePath} from ${current.dataType.sql} to ${c.newDataType.sql}: " +
             s"Strata does not change column types. In MERGE WITH SCHEMA EVOLUTION, Spark asks for this when the " +
             s"source column's type differs: cast it to the table's type (CAST(... AS ${current.dataType.sql})). " +
@@ -65,7 +67,7 @@ object TableAlteration {
       case c: TableChange.UpdateColumnComment =>
         val name = topLevel(c.fieldNames, "ALTER COLUMN COMMENT")
         schema = StructType(schema.fields.map(f => if (f.name.equalsIgnoreCase(name)) f.withComment(c.newComment) else f))
-      case other => throw new InvalidTableOperationException(
+      case other => throw InvalidTableOperationException("STRATA_UNSUPPORTED_ALTER",
         s"ALTER TABLE change ${other.getClass.getSimpleName} is not supported by Strata yet; nothing was changed.")
     }
     val stored = TableProperties.applyTo(txn, set, table) // keys in canonical case: replace any other spelling
@@ -86,13 +88,14 @@ object TableAlteration {
       val rows = spark.baseRelationToDataFrame(SnapshotReader.relation(spark, snapshot))
       constraints.foreach { c =>
         val violating = rows.where(not(coalesce(expr(c.predicate), lit(false)))).count()
-        if (violating > 0) throw new InvalidTableOperationException(s"Cannot add $c to ${snapshot.tablePath}: " +
-          s"$violating row(s) already in the table do not satisfy it (a NULL result counts as not satisfied).")
+        if (violating > 0) throw InvalidTableOperationException("STRATA_CONSTRAINT_VIOLATED_BY_TABLE",
+          Map("constraint" -> c, "table" -> snapshot.tablePath, "rows" -> violating))
       }
     }
   }
 
   private def topLevel(names: Array[String], what: String): String =
     if (names.length == 1) names.head
-    else throw new InvalidTableOperationException(s"$what on nested field ${names.mkString(".")} is not supported yet.")
+    else throw InvalidTableOperationException("STRATA_UNSUPPORTED_ALTER",
+      s"$what on nested field ${names.mkString(".")} is not supported yet.")
 }

@@ -39,7 +39,8 @@ object TableCreation {
   def withConstraint(configuration: Map[String, String], constraint: Constraint, table: String): Map[String, String] =
     constraint match {
       case c: Check => CheckConstraints.add(configuration, c.name(), c.predicateSql(), table)
-      case other => throw new InvalidTableOperationException(s"Constraint ${other.name()} of $table is not " +
+      case other => throw InvalidTableOperationException("STRATA_INVALID_CONSTRAINT",
+        s"Constraint ${other.name()} of $table is not " +
         s"supported: Strata tables take CHECK constraints only (got ${other.toDDL}).")
     }
 

@@ -29,7 +29,7 @@ object StrataOptions {
     val o = normalize(options, readKeys)
     val version = o.get(lc(VersionAsOf)).map(v => positiveLong(VersionAsOf, v, allowZero = true))
     val ts = o.get(lc(TimestampAsOf))
-    if (version.isDefined && ts.isDefined) throw new InvalidTableOperationException(
+    if (version.isDefined && ts.isDefined) throw InvalidTableOperationException("STRATA_CONFLICTING_OPTIONS",
       s"Options $VersionAsOf and $TimestampAsOf cannot be used together: pick one.")
     ReadOptions(version, ts)
   }
@@ -43,7 +43,7 @@ object StrataOptions {
    */
   private[config] def refuseChangeFeed(options: Map[String, String], consequence: String): Unit =
     changeFeedOptions.find(n => options.keys.exists(_.equalsIgnoreCase(n))).foreach { n =>
-      throw new InvalidTableOperationException(
+      throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION",
         s"Option '$n': change data feed is not supported by Strata yet; $consequence")
     }
 
@@ -54,13 +54,12 @@ object StrataOptions {
     o.keys.toSeq.sorted.find(k => !knownLc(k)).foreach { k =>
       val original = options.keys.find(_.toLowerCase(Locale.ROOT) == k).getOrElse(k)
       WriteSettings.ComingSoon.find(lc(_) == k) match {
-        case Some(name) => throw new InvalidTableOperationException(
+        case Some(name) => throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION",
           s"Option '$name' is not supported by this version of Strata yet; nothing was written.")
         case None =>
           val closest = known.filterNot(_.startsWith("__")).minBy(c => io.strata.log.Spelling.editDistance(lc(c), k))
-          throw new InvalidTableOperationException(
-            s"Unknown option '$original'. Did you mean '$closest'? Known options: " +
-              known.filterNot(_.startsWith("__")).mkString(", ") + ".")
+          throw InvalidTableOperationException("STRATA_UNKNOWN_OPTION", Map("option" -> original,
+            "closest" -> closest, "known" -> known.filterNot(_.startsWith("__")).mkString(", ")))
       }
     }
     o
@@ -76,7 +75,8 @@ object StrataOptions {
   }
 
   private[config] def bad(name: String, value: String, allowed: String): Nothing =
-    throw new InvalidTableOperationException(s"Option '$name' has invalid value '$value': it must be $allowed.")
+    throw InvalidTableOperationException("STRATA_INVALID_OPTION_VALUE",
+      Map("setting" -> s"Option '$name'", "value" -> value, "allowed" -> allowed))
 
   private[config] def positiveLong(name: String, v: String, allowZero: Boolean): Long =
     v.trim.toLongOption.filter(x => x > 0 || (allowZero && x == 0))

@@ -37,7 +37,8 @@ object StreamReadOptions {
   def parse(options: Map[String, String]): StreamReadOptions = {
     import StrataOptions.{bad, lc}
     options.keys.find(k => deltaChangeOptions.exists(_.equalsIgnoreCase(k))).foreach { k =>
-      throw new InvalidTableOperationException(s"Option '$k' is not supported by Strata's streaming source: a commit " +
+      throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION",
+        s"Option '$k' is not supported by Strata's streaming source: a commit " +
         s"that removes or rewrites rows stops the stream unless $SkipChangeCommits=true, which skips such commits " +
         "entirely (their rows are not streamed).")
     }
@@ -48,7 +49,7 @@ object StreamReadOptions {
       else StartingVersion.At(StrataOptions.positiveLong(StartingVersionKey, v, allowZero = true))
     }
     val timestamp = o.get(lc(StartingTimestampKey))
-    if (version.isDefined && timestamp.isDefined) throw new InvalidTableOperationException(
+    if (version.isDefined && timestamp.isDefined) throw InvalidTableOperationException("STRATA_CONFLICTING_OPTIONS",
       s"Options $StartingVersionKey and $StartingTimestampKey cannot be used together: pick one.")
     val maxFiles = o.get(lc(MaxFilesPerTrigger)).map { v =>
       val n = StrataOptions.positiveLong(MaxFilesPerTrigger, v, allowZero = false)

@@ -85,7 +85,7 @@ object WriteConf {
     val raw = if (entry.catalog || entry.streaming) {
       options.filterNot { case (k, _) => SparkStreamOptions(k.toLowerCase(Locale.ROOT)) }
     } else options
-    misplaced(raw.keySet, entry).foreach(m => throw new InvalidTableOperationException(m))
+    misplaced(raw.keySet, entry).foreach(m => throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION", m))
     val accepted = optionsOf(entry)
     val lc = StrataOptions.normalize(raw, StrataOptions.Path +: accepted.flatMap(_.option))
     val parsed: Map[String, Any] = accepted.flatMap { s =>
@@ -100,8 +100,8 @@ object WriteConf {
     new WriteConf(WriteEntry.Internal, Map.empty, session, Some(properties), None)
 
   private[config] def parse[T](s: WriteSetting[T], source: SettingSource, value: String): T =
-    s.parse(value).getOrElse(throw new InvalidTableOperationException(
-      s"${source.describe} has invalid value '$value': it must be ${s.expected}."))
+    s.parse(value).getOrElse(throw InvalidTableOperationException(source.invalidValueCondition,
+      Map("setting" -> source.describe, "value" -> value, "allowed" -> s.expected)))
 
   /**
    * The application transaction of a write, worked out here only. Batch writes: the write options txnAppId and
@@ -115,7 +115,7 @@ object WriteConf {
       s.option.flatMap(options.get).flatMap(_.asInstanceOf[Option[T]])
     val (appId, version) = (option(TxnAppId), option(TxnVersion))
     if (entry.streaming) return batch.map { case (queryId, batchId) => (appId.getOrElse(queryId), batchId) }
-    if (appId.isDefined != version.isDefined) throw new InvalidTableOperationException(
+    if (appId.isDefined != version.isDefined) throw InvalidTableOperationException("STRATA_CONFLICTING_OPTIONS",
       s"Options ${TxnAppId.option.get} and ${TxnVersion.option.get} go together: set both (an application id and its " +
         "monotonically increasing version) or neither.")
     if (appId.isDefined) return appId.zip(version)
@@ -123,7 +123,8 @@ object WriteConf {
       case (None, None) => None
       case (Some(app), Some(v)) if app.trim.nonEmpty =>
         Some(app -> parse(TxnVersion, SessionConf(TxnVersion.session.get), v).get)
-      case _ => throw new InvalidTableOperationException(s"Session confs ${TxnAppId.session.get} and " +
+      case _ => throw InvalidTableOperationException("STRATA_CONFLICTING_OPTIONS",
+        s"Session confs ${TxnAppId.session.get} and " +
         s"${TxnVersion.session.get} go together: set both (a non-empty application id and its increasing version) " +
         "or neither.")
     }

@@ -25,17 +25,24 @@ object WriteEntry {
   val All: Set[WriteEntry] = Batch ++ Set(PathStream, CatalogStream)
 }
 
-/** Where a setting's value came from; errors about the value name it. */
-sealed abstract class SettingSource(val key: String) {
+/**
+ * Where a setting's value came from; errors about the value name it, with the error condition of an invalid value
+ * from there (an option of this write, a conf of the session, a property of the table).
+ */
+sealed abstract class SettingSource(val key: String, val invalidValueCondition: String) {
   def describe: String
 }
 object SettingSource {
   /** Delta-style option names are quoted as delta-spark quotes them; Iceberg-style `write.*` keys are not. */
-  final case class WriteOption(k: String) extends SettingSource(k) {
+  final case class WriteOption(k: String) extends SettingSource(k, "STRATA_INVALID_OPTION_VALUE") {
     def describe: String = if (k.startsWith("write.")) s"write option $k" else s"Option '$k'"
   }
-  final case class SessionConf(k: String) extends SettingSource(k) { def describe: String = s"session conf $k" }
-  final case class TableProperty(k: String) extends SettingSource(k) { def describe: String = s"table property $k" }
+  final case class SessionConf(k: String) extends SettingSource(k, "STRATA_INVALID_CONF_VALUE") {
+    def describe: String = s"session conf $k"
+  }
+  final case class TableProperty(k: String) extends SettingSource(k, "STRATA_INVALID_TABLE_PROPERTY_VALUE") {
+    def describe: String = s"table property $k"
+  }
 }
 
 /**

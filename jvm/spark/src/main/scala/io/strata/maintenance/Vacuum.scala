@@ -35,7 +35,8 @@ object Vacuum {
     ProtocolSupport.checkWritable(snapshot.protocol, snapshot.metadata, name)
     val tableRetentionMs = TableLog.tombstoneRetentionMillis(snapshot.metadata.configuration)
     val retentionMs = settings.retentionMs.getOrElse(tableRetentionMs)
-    if (settings.retentionCheck && retentionMs < tableRetentionMs) throw new InvalidTableOperationException(
+    if (settings.retentionCheck && retentionMs < tableRetentionMs) throw InvalidTableOperationException(
+      "STRATA_VACUUM_RETENTION_TOO_SHORT",
       s"Refusing to vacuum $name with a retention of ${hours(retentionMs)} hours: the table keeps removed files for " +
         s"${hours(tableRetentionMs)} hours (delta.deletedFileRetentionDuration), and a shorter retention can delete " +
         "files that readers of older versions or writes still in progress need. Use retention_hours >= " +
@@ -82,7 +83,8 @@ object Vacuum {
     val failed = notGone.filter(_.kind != "directory")
     if (log2) commit(log, Operation("VACUUM END", Map("status" -> (if (failed.isEmpty) "COMPLETED" else "FAILED")),
       Map("numDeletedFiles" -> gone.size.toLong, "numVacuumedDirectories" -> stats.directories)))
-    if (failed.nonEmpty) throw new StrataException(s"VACUUM of $name deleted ${gone.size} of ${targets.size} files " +
+    if (failed.nonEmpty) throw StrataException("STRATA_VACUUM_INCOMPLETE",
+      s"VACUUM of $name deleted ${gone.size} of ${targets.size} files " +
       s"and directories; ${failed.size} could not be deleted, e.g. " + failed.take(5).map(t => s"${t.path} (" +
       (byPath.get(t.path) match {
         case Some(ParallelFiles.Failed(why)) => why
@@ -129,13 +131,13 @@ object VacuumConf {
     def bool(key: String): Boolean = session(key).map(_.trim.toLowerCase) match {
       case None | Some("true") => true
       case Some("false") => false
-      case Some(v) => throw new InvalidTableOperationException(s"Session conf $key has invalid value '$v': it must " +
-        "be true or false.")
+      case Some(v) => throw InvalidTableOperationException("STRATA_INVALID_CONF_VALUE",
+        Map("setting" -> s"Session conf $key", "value" -> v, "allowed" -> "true or false"))
     }
     val orphanMs = session(OrphanMinAgeHours).map { v =>
       v.trim.toDoubleOption.filter(h => h >= 0 && !h.isInfinite).map(h => math.round(h * 3600000)).getOrElse(
-        throw new InvalidTableOperationException(s"Session conf $OrphanMinAgeHours has invalid value '$v': it must " +
-          "be a number of hours >= 0."))
+        throw InvalidTableOperationException("STRATA_INVALID_CONF_VALUE",
+          Map("setting" -> s"Session conf $OrphanMinAgeHours", "value" -> v, "allowed" -> "a number of hours >= 0")))
     }.getOrElse(Vacuum.DefaultOrphanMinAgeMs)
     Vacuum.Settings(retentionMs, dryRun, bool(RetentionCheck), orphanMs, bool(Logging))
   }

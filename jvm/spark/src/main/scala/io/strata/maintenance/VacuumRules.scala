@@ -113,7 +113,8 @@ object VacuumRules {
       if (p.isAbsolute) p else new Path(tablePath, p)
     }.toOption
     val all = (asUri ++ literal).toSeq
-    if (all.isEmpty) throw new CorruptLogException(s"Cannot vacuum $tablePath: the log names a file '$actionPath', " +
+    if (all.isEmpty) throw CorruptLogException("STRATA_CORRUPT_LOG",
+      s"Cannot vacuum $tablePath: the log names a file '$actionPath', " +
       "which is not a path (neither URI-encoded nor literal); nothing was deleted.")
     all
   }
@@ -121,7 +122,8 @@ object VacuumRules {
   /** The file a deletion vector is stored in (None when inline). A descriptor that resolves nowhere refuses. */
   def vectorPath(tablePath: Path, dv: DeletionVectorDescriptor, dataPath: String): Option[Path] =
     try dv.file(tablePath) catch {
-      case e: Exception => throw new CorruptLogException(s"Cannot vacuum $tablePath: the deletion vector " +
+      case e: Exception => throw CorruptLogException("STRATA_CORRUPT_LOG",
+        s"Cannot vacuum $tablePath: the deletion vector " +
         s"${dv.uniqueId} of file $dataPath does not resolve to a file (${e.getMessage}); nothing was deleted.")
     }
 

@@ -195,7 +195,8 @@ final case class OptimizeSettings(selects: Map[String, Option[String]] => Boolea
 
 object OptimizeSettings {
   private def invalid(argument: String, what: String, expected: String) =
-    new InvalidTableOperationException(s"CALL optimize: argument $argument $what; expected $expected.")
+    InvalidTableOperationException("STRATA_INVALID_PROCEDURE_ARGUMENT",
+      Map("procedure" -> "optimize", "argument" -> argument, "problem" -> what, "expected" -> expected))
 
   def resolve(spark: SparkSession, snapshot: Snapshot, request: OptimizeRequest, conf: WriteConf): OptimizeSettings = {
     val table = io.strata.table.TableSchema.of(snapshot.metadata)

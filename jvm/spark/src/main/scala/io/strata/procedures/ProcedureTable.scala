@@ -30,7 +30,7 @@ object ProcedureTable {
 
   private def ofPath(spark: SparkSession, path: String): ProcedureTable = {
     val log = TableLog.forPath(new Path(path), SparkInternals.hadoopConf(spark, Map.empty))
-    if (!log.exists) throw new TableNotFoundException(path)
+    if (!log.exists) throw TableNotFoundException(path)
     ProcedureTable(log.tablePath.toString, log)
   }
 

@@ -48,13 +48,14 @@ object RestoreProcedure extends StrataProcedure {
 
     val txn = log.startTransaction()
     val current = txn.readSnapshot.get
-    if (target.version > current.version) throw new InvalidTableOperationException(
+    if (target.version > current.version) throw InvalidTableOperationException(
+      "STRATA_TIME_TRAVEL_OUT_OF_RANGE",
       s"Cannot restore ${table.name} to version ${target.version}: the table's latest version is ${current.version}.")
     val plan = TableRestore.plan(current, target)
     if (target.version == current.version || plan.isEmpty) return Seq(Row(current.version, target.version, 0L, 0L, 0L, 0L))
 
     val missing = TableRestore.missingFiles(log, plan.restored)
-    if (missing.nonEmpty) throw new InvalidTableOperationException(
+    if (missing.nonEmpty) throw InvalidTableOperationException("STRATA_VERSION_NOT_AVAILABLE",
       s"Cannot restore ${table.name} to version ${target.version}: ${missing.size} file(s) that version needs are " +
         s"gone (deleted by VACUUM or by hand), e.g. ${missing.take(5).mkString(", ")}" +
         (if (missing.size > 5) ", ..." else "") + ". Nothing was committed; restore a version whose files are all " +

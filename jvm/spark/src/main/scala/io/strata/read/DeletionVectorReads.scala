@@ -41,11 +41,14 @@ object DeletionVectorReads {
       val table = new Path(tablePath)
       def where = dv.file(table).fold(s"inline deletion vector ${dv.uniqueId}")(p => s"deletion vector file $p")
       try DeletionVectors.read(dv, table, conf) catch {
-        case e: java.io.FileNotFoundException => throw new CorruptLogException(s"The $where of data file " +
+        case e: java.io.FileNotFoundException => throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR",
+          s"The $where of data file " +
           s"${file.filePath} is missing; the table cannot be read without it (${e.getMessage}).", e)
-        case e: CorruptLogException => throw new CorruptLogException(s"The $where of data file ${file.filePath} " +
+        case e: CorruptLogException => throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR",
+          s"The $where of data file ${file.filePath} " +
           s"is corrupt: ${e.getMessage}", e)
-        case e: java.io.IOException => throw new CorruptLogException(s"The $where of data file ${file.filePath} " +
+        case e: java.io.IOException => throw CorruptLogException("STRATA_CORRUPT_DELETION_VECTOR",
+          s"The $where of data file ${file.filePath} " +
           s"cannot be read: $e", e)
       }
     }

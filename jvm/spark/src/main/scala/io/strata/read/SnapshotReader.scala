@@ -97,8 +97,8 @@ object SnapshotReader {
   private[read] def parseTimestampMillis(spark: SparkSession, ts: String, option: String = "timestampAsOf"): Long = {
     val micros = CatalystValues.tryCast(ts, org.apache.spark.sql.types.TimestampType,
       SparkInternals.sessionTimeZone(spark))
-    if (micros == null) throw new InvalidTableOperationException(
-      s"Option $option has invalid value '$ts': it must be a timestamp such as '2026-01-31 12:00:00'.")
+    if (micros == null) throw InvalidTableOperationException("STRATA_INVALID_OPTION_VALUE", Map("setting" ->
+      s"Option $option", "value" -> ts, "allowed" -> "a timestamp such as '2026-01-31 12:00:00'"))
     Math.floorDiv(micros.asInstanceOf[Long], 1000L)
   }
 }

@@ -21,8 +21,8 @@ object SqlPredicates {
 
   private def parse(predicate: String): Expression =
     try SparkInternals.parseExpression(SparkSession.active, predicate) catch {
-      case e: Exception => throw new InvalidTableOperationException(
-        s"'$predicate' is not a valid SQL predicate: ${e.getMessage.linesIterator.next()}")
+      case e: Exception => throw InvalidTableOperationException("STRATA_INVALID_PREDICATE",
+        Map("predicate" -> predicate, "reason" -> e.getMessage.linesIterator.next()))
     }
 
   /**

@@ -13,10 +13,11 @@ final case class TableSchema(schema: StructType, partitionColumns: Seq[String]) 
 object TableSchema {
   def of(m: Metadata): TableSchema = {
     val schema = try DataType.fromJson(m.schemaString).asInstanceOf[StructType] catch {
-      case e: Exception => throw new CorruptLogException(s"The table schema in metaData ${m.id} is unreadable: $e", e)
+      case e: Exception => throw CorruptLogException("STRATA_CORRUPT_LOG",
+        s"The table schema in metaData ${m.id} is unreadable: $e", e)
     }
     m.partitionColumns.foreach { c =>
-      if (!schema.fieldNames.contains(c)) throw new CorruptLogException(
+      if (!schema.fieldNames.contains(c)) throw CorruptLogException("STRATA_CORRUPT_LOG",
         s"Partition column '$c' of metaData ${m.id} is not in the table schema.")
     }
     TableSchema(schema, m.partitionColumns)
@@ -25,17 +26,18 @@ object TableSchema {
   /** Validates partition columns for a new table and returns them with the schema's spelling. */
   def resolvePartitionColumns(schema: StructType, columns: Seq[String]): Seq[String] = {
     val resolved = columns.map { c =>
-      val f = schema.fields.find(_.name.equalsIgnoreCase(c)).getOrElse(throw new InvalidTableOperationException(
+      val f = schema.fields.find(_.name.equalsIgnoreCase(c)).getOrElse(throw InvalidTableOperationException("STRATA_INVALID_PARTITIONING",
         s"Partition column '$c' is not a column of the data; columns are ${schema.fieldNames.mkString(", ")}."))
       f.dataType match {
-        case _: StructType | _: ArrayType | _: MapType | _: VariantType => throw new InvalidTableOperationException(
+        case _: StructType | _: ArrayType | _: MapType | _: VariantType => throw InvalidTableOperationException("STRATA_INVALID_PARTITIONING",
           s"Partition column '${f.name}' has type ${f.dataType.simpleString}; partition columns must be of an atomic type.")
         case _ => f.name
       }
     }
-    if (resolved.distinct.size != resolved.size) throw new InvalidTableOperationException(
+    if (resolved.distinct.size != resolved.size) throw InvalidTableOperationException("STRATA_INVALID_PARTITIONING",
       s"Partition columns ${columns.mkString(", ")} name a column twice.")
-    if (resolved.size == schema.size && schema.nonEmpty) throw new InvalidTableOperationException(
+    if (resolved.size == schema.size && schema.nonEmpty) throw InvalidTableOperationException(
+      "STRATA_INVALID_PARTITIONING",
       "Cannot partition by every column: at least one column must hold data.")
     resolved
   }
@@ -54,8 +56,7 @@ object TableSchema {
   def matchColumns(table: StructType, data: StructType, tableName: String, merge: Boolean = false): SchemaMatch = {
     val byLower = data.fields.groupBy(_.name.toLowerCase(Locale.ROOT))
     byLower.collectFirst { case (_, fs) if fs.length > 1 => fs.map(_.name) }.foreach { names =>
-      throw new InvalidTableOperationException(s"The data has columns ${names.mkString(" and ")}, which differ only " +
-        "in case; column names are case-insensitive.")
+      throw InvalidTableOperationException("STRATA_DUPLICATE_COLUMNS", Map("columns" -> names.mkString(" and ")))
     }
     val problems = Seq.newBuilder[String]
     val feeds = table.fields.toSeq.flatMap { f =>
@@ -75,9 +76,8 @@ object TableSchema {
         "to add it)"
     }
     val all = problems.result()
-    if (all.nonEmpty) throw new InvalidTableOperationException(
-      s"The data does not match the schema of $tableName: ${all.mkString("; ")}. Table schema: " +
-        s"${table.toDDL}. Data schema: ${data.toDDL}.")
+    if (all.nonEmpty) throw InvalidTableOperationException("STRATA_SCHEMA_MISMATCH", Map("table" -> tableName,
+      "problems" -> all.mkString("; "), "tableSchema" -> table.toDDL, "dataSchema" -> data.toDDL))
     if (merge && extra.nonEmpty) {
       val added = extra.map(d => StructField(d.name, asNullable(d.dataType), nullable = true, d.metadata))
       SchemaMatch(feeds ++ added.map(f => ColumnFeed(f, f.name, cast = false)), Some(StructType(table.fields ++ added)))

@@ -11,7 +11,7 @@ object ForeignFiles {
     if (fs.exists(log.tablePath)) {
       val visible = fs.listStatus(log.tablePath).map(_.getPath.getName)
         .filterNot(n => n.startsWith("_") || n.startsWith("."))
-      if (visible.nonEmpty) throw new InvalidTableOperationException(
+      if (visible.nonEmpty) throw InvalidTableOperationException("STRATA_NOT_A_TABLE_LOCATION",
         s"${log.tablePath} holds files (${visible.take(3).mkString(", ")}${if (visible.length > 3) ", ..." else ""}) " +
           "but no Strata/Delta log. Write to an empty or new location.")
     }
@@ -28,7 +28,8 @@ object ForeignFiles {
       .map(st => if (st.isDirectory) foreign(st.getPath) else Some(st.getPath.getName).filterNot(ours))
       .collectFirst { case Some(name) => name }
     if (fs.exists(log.tablePath)) foreign(log.tablePath).foreach { name =>
-      throw new InvalidTableOperationException(s"${log.tablePath} holds files ($name) but no Strata/Delta log. " +
+      throw InvalidTableOperationException("STRATA_NOT_A_TABLE_LOCATION",
+        s"${log.tablePath} holds files ($name) but no Strata/Delta log. " +
         "Write to an empty or new location.")
     }
   }

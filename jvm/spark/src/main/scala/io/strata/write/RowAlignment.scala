@@ -13,13 +13,15 @@ import org.apache.spark.sql.types.StructType
  * table column is fed by the data column of the same name (case-insensitively), widened by a cast where the table's
  * type is wider, and a null arriving for a NOT NULL column fails the task with the V1 path's message.
  */
-final class RowAlignment private (columns: Seq[Expression], notNull: Array[(Int, String)]) extends Serializable {
+final class RowAlignment private (columns: Seq[Expression], notNull: Array[(Int, String)], tableName: String)
+  extends Serializable {
   @transient private lazy val projection = UnsafeProjection.create(columns)
 
   def apply(row: InternalRow): InternalRow = {
     var i = 0
     while (i < notNull.length) {
-      if (row.isNullAt(notNull(i)._1)) throw new ConstraintViolationException(notNull(i)._2)
+      if (row.isNullAt(notNull(i)._1)) throw ConstraintViolationException("STRATA_NOT_NULL_VIOLATION",
+        Map("column" -> notNull(i)._2, "table" -> tableName))
       i += 1
     }
     projection(row)
@@ -34,7 +36,7 @@ object RowAlignment {
   def compile(data: StructType, feeds: Seq[ColumnFeed], tableName: String, timeZone: String): Option[RowAlignment] = {
     val ordinals = feeds.map(f => data.fieldIndex(f.source))
     val notNull = feeds.zip(ordinals).collect { case (f, i) if !f.table.nullable && data(i).nullable =>
-      (i, s"NOT NULL constraint violated: column '${f.table.name}' of $tableName received a null value.")
+      (i, f.table.name)
     }
     val identity = ordinals == data.indices && feeds.forall(!_.cast)
     if (identity && notNull.isEmpty) None else {
@@ -42,7 +44,7 @@ object RowAlignment {
         val ref = BoundReference(i, data(i).dataType, data(i).nullable)
         if (f.cast) Cast(ref, f.table.dataType, Some(timeZone)) else ref
       }
-      Some(new RowAlignment(columns, notNull.toArray))
+      Some(new RowAlignment(columns, notNull.toArray, tableName))
     }
   }
 }

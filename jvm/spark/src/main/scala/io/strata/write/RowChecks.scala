@@ -36,13 +36,18 @@ final class RowChecks private (checks: Seq[RowChecks.Compiled]) extends Serializ
         else org.apache.spark.sql.catalyst.CatalystTypeConverters.convertToScala(row.get(ordinal, dataType), dataType)
       s"$name = $value"
     }
-    new ConstraintViolationException(s"${c.violation}${values.mkString(", ")}")
+    c.replaceWhere match {
+      case Some(p) => ConstraintViolationException("STRATA_REPLACE_WHERE_MISMATCH",
+        s"Written rows must match replaceWhere '$p'; a row does not: ${values.mkString(", ")}")
+      case None => ConstraintViolationException("STRATA_CHECK_CONSTRAINT_VIOLATION",
+        Map("constraint" -> c.name, "values" -> values.mkString(", ")))
+    }
   }
 }
 
 object RowChecks {
-  /** `violation`: the error message's start, followed by the row's values of the columns the check refers to. */
-  private final case class Compiled(violation: String, bound: Expression,
+  /** `name`: the constraint, or the condition of `replaceWhere`; the error names the row's values of `columns`. */
+  private final case class Compiled(name: String, replaceWhere: Option[String], bound: Expression,
                                     columns: Seq[(String, Int, org.apache.spark.sql.types.DataType)])
 
   val none: RowChecks = new RowChecks(Nil)
@@ -53,13 +58,13 @@ object RowChecks {
    */
   def compile(spark: SparkSession, schema: StructType, constraints: Seq[CheckConstraint],
               replaceWhere: Option[String] = None): RowChecks = {
-    val checks = constraints.map(c => (c.toString, c.predicate, s"$c violated by row with values: ")) ++
-      replaceWhere.map(p => (s"replaceWhere '$p'", p, s"Written rows must match replaceWhere '$p'; a row does not: "))
+    val checks = constraints.map(c => (c.toString, c.predicate, None)) ++
+      replaceWhere.map(p => (s"replaceWhere '$p'", p, Some(p)))
     if (checks.isEmpty) none else {
       val empty = spark.createDataFrame(java.util.Collections.emptyList[Row](), schema)
-      new RowChecks(checks.map { case (c, predicate, violation) =>
+      new RowChecks(checks.map { case (c, predicate, replaced) =>
         val analyzed = try SqlPredicates.evaluable(empty.selectExpr(predicate).queryExecution.analyzed) catch {
-          case e: Exception => throw new InvalidTableOperationException(
+          case e: Exception => throw InvalidTableOperationException("STRATA_INVALID_CONSTRAINT",
             s"$c cannot be checked against the table's columns: ${e.getMessage.linesIterator.next()}")
         }
         val (expr, input) = analyzed match {
@@ -67,11 +72,12 @@ object RowChecks {
           case Project(Seq(e), child) => (e, child.output)
           case other => throw new IllegalStateException(s"Unexpected plan for $c: $other")
         }
-        if (expr.dataType != org.apache.spark.sql.types.BooleanType) throw new InvalidTableOperationException(
+        if (expr.dataType != org.apache.spark.sql.types.BooleanType) throw InvalidTableOperationException(
+          "STRATA_INVALID_CONSTRAINT",
           s"$c is not a condition: its type is ${expr.dataType.simpleString}, not boolean.")
         val bound = BindReferences.bindReference(expr, input)
         val columns = bound.collect { case b: BoundReference => (schema(b.ordinal).name, b.ordinal, b.dataType) }.distinct
-        Compiled(violation, bound, columns)
+        Compiled(c, replaced, bound, columns)
       })
     }
   }

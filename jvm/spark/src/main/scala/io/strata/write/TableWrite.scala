@@ -204,7 +204,8 @@ object TableWrite {
             base: Option[Option[Snapshot]] = None): TableWrite = {
     val txn = base.map(log.startTransaction).getOrElse(log.startTransaction())
     val name = log.tablePath.toString
-    if (conf.overwriteSchema && mode != WriteMode.Overwrite) throw new InvalidTableOperationException(
+    if (conf.overwriteSchema && mode != WriteMode.Overwrite) throw InvalidTableOperationException(
+      "STRATA_CONFLICTING_OPTIONS",
       "Option overwriteSchema replaces the whole table: use it with mode 'overwrite' and without replaceWhere or " +
         "dynamic partition overwrite.")
     txn.readSnapshot match {
@@ -213,10 +214,9 @@ object TableWrite {
         val table = TableSchema.of(snapshot.metadata)
         conf.partitionColumns.foreach { cols =>
           if (cols.map(_.toLowerCase) != table.partitionColumns.map(_.toLowerCase)) {
-            throw new InvalidTableOperationException(s"Table $name is partitioned by " +
-              s"${table.partitionColumns.mkString("[", ", ", "]")}, but the write asks for " +
-              s"${cols.mkString("[", ", ", "]")}. Leave partitionBy out, give the table's partition columns, or " +
-              "replace the table with mode 'overwrite' and option overwriteSchema.")
+            throw InvalidTableOperationException("STRATA_PARTITIONING_MISMATCH", Map("table" -> name,
+              "tableColumns" -> table.partitionColumns.mkString("[", ", ", "]"),
+              "writeColumns" -> cols.mkString("[", ", ", "]")))
           }
         }
         val matched = TableSchema.matchColumns(table.schema, dataSchema, name, merge = conf.mergeSchema)

@@ -47,12 +47,13 @@ class CatalogReadOptionsSuite extends AnyFunSuite with SparkTestSession {
     tables().foreach { t =>
       val viaTable = refusal(spark.read.option("versionAsOff", "1").table(t).collect())
       val viaPath = refusal(pathRead.option("versionAsOff", "1").load(location(t)).collect())
-      assert(viaTable.getMessage == "Unknown option 'versionAsOff'. Did you mean 'versionAsOf'? Known options: path, " +
+      assert(viaTable.getCondition == "STRATA_UNKNOWN_OPTION", t)
+      assert(viaTable.messageText == "Unknown option 'versionAsOff'. Did you mean 'versionAsOf'? Known options: path, " +
         "versionAsOf, timestampAsOf.", t)
       assert(viaTable.getMessage == viaPath.getMessage, t)
       // SQL's options clause reaches the table the same way.
       val viaSql = refusal(spark.sql(s"SELECT * FROM $t WITH ('timestampAsOff' = '2020-01-01')").collect())
-      assert(viaSql.getMessage.startsWith("Unknown option 'timestampAsOff'. Did you mean 'timestampAsOf'?"), t)
+      assert(viaSql.messageText.startsWith("Unknown option 'timestampAsOff'. Did you mean 'timestampAsOf'?"), t)
     }
   }
 
@@ -60,14 +61,15 @@ class CatalogReadOptionsSuite extends AnyFunSuite with SparkTestSession {
     tables().foreach { t =>
       Seq("readChangeFeed", "readChangeData").foreach { option =>
         val viaTable = refusal(spark.read.option(option, "true").option("startingVersion", "0").table(t).collect())
-        assert(viaTable.getMessage == s"Option '$option': change data feed is not supported by Strata yet; this read " +
+        assert(viaTable.getCondition == "STRATA_UNSUPPORTED_OPTION", t)
+        assert(viaTable.messageText == s"Option '$option': change data feed is not supported by Strata yet; this read " +
           "would return the table's rows, not its changes. Leave the option out to read the rows (with versionAsOf " +
           "or timestampAsOf for an older version).", t)
         val viaPath = refusal(pathRead.option(option, "true").load(location(t)).collect())
         assert(viaPath.getMessage == viaTable.getMessage, t)
       }
       // Spelled in any case, as Spark matches option names.
-      assert(refusal(spark.read.option("READCHANGEFEED", "true").table(t).collect()).getMessage
+      assert(refusal(spark.read.option("READCHANGEFEED", "true").table(t).collect()).messageText
         .startsWith("Option 'readChangeFeed': change data feed is not supported by Strata yet"), t)
     }
   }
@@ -93,7 +95,8 @@ class CatalogReadOptionsSuite extends AnyFunSuite with SparkTestSession {
       spark.conf.set("spark.sql.timeTravelVersionKey", "strataVersion")
       try {
         val notApplied = refusal(spark.read.option("versionAsOf", "1").table(t).collect())
-        assert(notApplied.getMessage.startsWith(s"Option versionAsOf 1 on "), t)
+        assert(notApplied.getCondition == "STRATA_OPTION_NOT_APPLIED", t)
+        assert(notApplied.messageText.startsWith(s"Option versionAsOf 1 on "), t)
         assert(notApplied.getMessage.contains("was not applied: Spark loaded version 2. Spark applies this option to " +
           "catalog tables under the name 'strataVersion'"), t)
         assert(ids(spark.read.option("strataVersion", "1").table(t)) == Set(1L, 2L), t) // the name Spark applies

@@ -17,7 +17,9 @@ class WriteConfSuite extends AnyFunSuite {
                    session: Map[String, String] = Map.empty, properties: Map[String, String] = Map.empty): WriteConf =
     WriteConf.forWrite(options, entry, session.get).forTable(properties)
 
-  private def refused(body: => Any): String = intercept[InvalidTableOperationException](body).getMessage
+  /** The refusal's message without its `[CONDITION] ` prefix. */
+  private def refused(body: => Any): String = intercept[InvalidTableOperationException](body).messageText
+  private def conditionOf(body: => Any): String = intercept[InvalidTableOperationException](body).getCondition
 
   /** Three distinct valid values of each setting (as text), and what the first of them reads as. */
   private val samples: Map[WriteSetting[_], Seq[String]] = Map(
@@ -93,6 +95,8 @@ class WriteConfSuite extends AnyFunSuite {
     // The inline deletion vector size is a session conf or table property only.
     assert(refused(conf(Map("write.deletion-vector.inline-max-bytes" -> "1"), CatalogWrite))
       .startsWith("Unknown option 'write.deletion-vector.inline-max-bytes'."))
+    assert(conditionOf(conf(Map("compresion" -> "zstd"))) == "STRATA_UNKNOWN_OPTION")
+    assert(conditionOf(conf(Map("DataChange" -> "false"))) == "STRATA_UNSUPPORTED_OPTION")
   }
 
   test("an option another kind of write takes is refused saying where it belongs") {
@@ -105,6 +109,10 @@ class WriteConfSuite extends AnyFunSuite {
       assert(refused(conf(Map(o), CatalogWrite)) == "Options replaceWhere and partitionOverwriteMode belong to " +
         "path writes; for catalog tables use INSERT OVERWRITE ... PARTITION, overwrite(condition) or " +
         "overwritePartitions().")
+    }
+    Seq(PathWrite -> "write.target-file-size-bytes", CatalogWrite -> "replaceWhere", PathStream -> "txnVersion",
+      CatalogStream -> "overwriteSchema").foreach { case (entry, k) =>
+      assert(conditionOf(conf(Map(k -> "1"), entry)) == "STRATA_UNSUPPORTED_OPTION", entry)
     }
     Seq(PathStream, CatalogStream).foreach { entry =>
       assert(refused(conf(Map("txnAppId" -> "a", "txnVersion" -> "1"), entry)) == "Option txnVersion does not " +
@@ -132,6 +140,8 @@ class WriteConfSuite extends AnyFunSuite {
       assert(refused(conf(session = s)) == "Session confs spark.strata.txnAppId and spark.strata.txnVersion go " +
         "together: set both (a non-empty application id and its increasing version) or neither.")
     }
+    assert(conditionOf(conf(Map("txnAppId" -> "job"))) == "STRATA_CONFLICTING_OPTIONS")
+    assert(conditionOf(conf(session = Map("spark.strata.txnAppId" -> "sql"))) == "STRATA_CONFLICTING_OPTIONS")
     assert(refused(conf(session = session + ("spark.strata.txnVersion" -> "x"))) == "session conf " +
       "spark.strata.txnVersion has invalid value 'x': it must be a whole number >= 0.")
     assert(refused(conf(Map("txnAppId" -> "a", "txnVersion" -> "-1"))) ==
@@ -169,6 +179,18 @@ class WriteConfSuite extends AnyFunSuite {
     assert(refused(WriteConf.internal(_ => None, Map("delta.targetFileSize" -> "-1"))(OptimizeTargetFileSize)) ==
       "table property delta.targetFileSize has invalid value '-1': it must be a number of bytes > 0, optionally " +
       "with a unit (134217728, 128mb, 1g).")
+    // The error condition says which kind of source it was, the parameters which one and what it must be.
+    val byOption = intercept[InvalidTableOperationException](conf(Map("compression" -> "brotli")))
+    assert(byOption.getCondition == "STRATA_INVALID_OPTION_VALUE")
+    assert(byOption.messageParameters == Map("setting" -> "Option 'compression'", "value" -> "brotli",
+      "allowed" -> "one of snappy, zstd, gzip, lz4, lz4_raw, uncompressed, none"))
+    assert(conditionOf(conf(Map("write.distribution-mode" -> "random"), CatalogWrite)) == "STRATA_INVALID_OPTION_VALUE")
+    assert(conditionOf(conf(session = Map("spark.strata.write.target-file-size-bytes" -> "big")).targetFileSizeBytes)
+      == "STRATA_INVALID_CONF_VALUE")
+    assert(conditionOf(conf(properties = Map("write.fanout.max-open-files" -> "0")).maxOpenFiles) ==
+      "STRATA_INVALID_TABLE_PROPERTY_VALUE")
+    assert(conditionOf(WriteConf.internal(_ => None, Map("delta.targetFileSize" -> "-1"))(OptimizeTargetFileSize)) ==
+      "STRATA_INVALID_TABLE_PROPERTY_VALUE")
     // A session conf with a bad value fails only the writes that read it; an option fails before anything is written.
     assert(conf(session = Map("spark.strata.write.target-file-size-bytes" -> "big")).compression == "snappy")
     // Properties other engines set loosely are read leniently.

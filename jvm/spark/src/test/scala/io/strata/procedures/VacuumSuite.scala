@@ -158,7 +158,9 @@ class VacuumSuite extends AnyFunSuite with DmlTestSupport {
     assert(unchecked(vacuum(t, ", retention_hours => 0")).map(_._3) == Seq("data"), "retention 0: it goes")
     assert(rowsOf(t) == Seq(Row(2)))
     val travel = intercept[Exception](spark.sql(s"SELECT * FROM $t VERSION AS OF 1").collect())
-    val why = causeOf[InvalidTableOperationException](travel).getMessage
+    val gone = causeOf[InvalidTableOperationException](travel)
+    assert(gone.getCondition == "STRATA_VERSION_NOT_AVAILABLE", gone)
+    val why = gone.messageText
     assert(why.startsWith(s"Version 1 of ") && why.contains("can no longer be read") && why.contains("VACUUM"), why)
   }
 

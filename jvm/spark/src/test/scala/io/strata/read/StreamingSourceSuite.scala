@@ -297,7 +297,7 @@ class StreamingSourceSuite extends AnyFunSuite with SparkTestSession {
       val cp = dir.resolve("cp1")
       val e = failure(drain(path, cp.toString, Map("startingTimestamp" -> "1969-12-31 16:33:20.001")))
       assert(e.isInstanceOf[InvalidTableOperationException], e)
-      assert(e.getMessage == "Option startingTimestamp is 1969-12-31 16:33:20.001 America/Los_Angeles but the " +
+      assert(e.asInstanceOf[InvalidTableOperationException].messageText == "Option startingTimestamp is 1969-12-31 16:33:20.001 America/Los_Angeles but the " +
         s"latest commit of strata.`$path` (version 1) was at 1969-12-31 16:33:20.000 America/Los_Angeles. Use a " +
         "timestamp at or before that one, or startingVersion=latest to stream only the commits after the latest.")
       assert(!Files.exists(cp.resolve("offsets").resolve("0")), "no micro-batch was planned")

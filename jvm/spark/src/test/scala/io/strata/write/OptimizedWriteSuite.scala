@@ -42,7 +42,9 @@ class OptimizedWriteSuite extends AnyFunSuite with SparkTestSession {
     val path = tempDir("ow").resolve("t").toString
     val e = intercept[InvalidTableOperationException](
       scattered(6).write.format("strata").option("optimizeWrite", "yes").save(path))
-    assert(e.getMessage == "Option 'optimizeWrite' has invalid value 'yes': it must be true or false.")
+    assert(e.getMessage == "[STRATA_INVALID_OPTION_VALUE] Option 'optimizeWrite' has invalid value 'yes': it must be " +
+      "true or false.")
+    assert(e.getCondition == "STRATA_INVALID_OPTION_VALUE" && e.getSqlState == "42616")
     assert(!new java.io.File(path, "_delta_log").exists())
   }
 }

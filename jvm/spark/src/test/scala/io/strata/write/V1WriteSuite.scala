@@ -3,7 +3,7 @@ package io.strata.write
 import java.nio.file.{Files, Paths}
 
 import io.strata.SparkTestSession
-import io.strata.log.{ActionCodec, AddFile, InvalidTableOperationException, TableLog}
+import io.strata.log.{ActionCodec, AddFile, InvalidTableOperationException, TableAlreadyExistsException, TableLog}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.SparkException
@@ -74,8 +74,8 @@ class V1WriteSuite extends AnyFunSuite with SparkTestSession {
   test("ErrorIfExists and Ignore on an existing table") {
     val path = tempDir().resolve("modes").toString
     sample(3).write.format("strata").save(path)
-    val e = intercept[InvalidTableOperationException](sample(3).write.format("strata").mode("errorifexists").save(path))
-    assert(e.getMessage.contains("already exists"))
+    val e = intercept[TableAlreadyExistsException](sample(3).write.format("strata").mode("errorifexists").save(path))
+    assert(e.getMessage.contains("already exists (version 0)") && e.getCondition == "STRATA_TABLE_ALREADY_EXISTS")
     sample(3).write.format("strata").mode("ignore").save(path)
     assert(log(path).snapshot().version == 0)
   }

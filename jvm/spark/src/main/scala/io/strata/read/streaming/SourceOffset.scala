@@ -35,12 +35,14 @@ object SourceOffset {
 
   def fromJson(json: String): SourceOffset = {
     val n = try ActionCodec.mapper.readTree(json) catch {
-      case e: Exception => throw new InvalidTableOperationException(s"Unreadable Strata source offset '$json': $e")
+      case e: Exception => throw InvalidTableOperationException("STRATA_INVALID_SOURCE_OFFSET",
+        s"Unreadable Strata source offset '$json': $e")
     }
-    def field(name: String) = Option(n.get(name)).getOrElse(throw new InvalidTableOperationException(
+    def field(name: String) = Option(n.get(name)).getOrElse(throw InvalidTableOperationException("STRATA_INVALID_SOURCE_OFFSET",
       s"Strata source offset '$json' has no '$name': the checkpoint was not written by Strata's streaming source."))
     val format = field("sourceVersion").asInt
-    if (format > FormatVersion) throw new InvalidTableOperationException(s"Strata source offset '$json' has format " +
+    if (format > FormatVersion) throw InvalidTableOperationException("STRATA_INVALID_SOURCE_OFFSET",
+      s"Strata source offset '$json' has format " +
       s"$format; this Strata reads format $FormatVersion. Use the Strata version that wrote the checkpoint or newer.")
     SourceOffset(field("tableId").asText, field("version").asLong, field("index").asLong, field("initial").asBoolean)
   }

@@ -34,9 +34,9 @@ final class StrataStreamScan(tablePath: Path, tableName: String, schema: StructT
     val metadata = snapshot.metadata
     val tableSchema = TableSchema.of(metadata).schema
     if (tableSchema.fields.map(f => f.name -> f.dataType.catalogString).toSeq !=
-        schema.fields.map(f => f.name -> f.dataType.catalogString).toSeq) throw new InvalidTableOperationException(
-      s"The stream of $tableName was given schema ${schema.simpleString}, but the table's is " +
-        s"${tableSchema.simpleString}. A Strata stream reads the table's schema: leave out readStream.schema(...).")
+        schema.fields.map(f => f.name -> f.dataType.catalogString).toSeq) throw InvalidTableOperationException(
+      "STRATA_STREAM_SCHEMA_GIVEN",
+      Map("table" -> tableName, "givenSchema" -> schema.simpleString, "tableSchema" -> tableSchema.simpleString))
     val start = (parsed.startingVersion, parsed.startingTimestamp) match {
       case (Some(StartingVersion.At(v)), _) => StreamStart.AtVersion(v)
       case (Some(StartingVersion.Latest), _) => StreamStart.AfterLatest

@@ -54,7 +54,8 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
 
   def latestVersion(): Long = {
     val s = log.snapshot()
-    if (s.metadata.id != tableId) throw new StreamSourceChangeException(s"Table $tableName was replaced: its id " +
+    if (s.metadata.id != tableId) throw StreamSourceChangeException("STRATA_STREAM_SOURCE_CHANGE",
+      s"Table $tableName was replaced: its id " +
       s"changed from $tableId to ${s.metadata.id} (version ${s.version}). A stream cannot continue on another " +
       "table; start a new query (a new checkpoint location).")
     s.version
@@ -67,7 +68,8 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
       case StreamStart.CurrentRows => SourceOffset(tableId, latest, 0, initial = true)
       case StreamStart.AfterLatest => SourceOffset(tableId, latest + 1, 0, initial = false)
       case StreamStart.AtVersion(v) =>
-        if (v > latest) throw new InvalidTableOperationException(s"Option startingVersion is $v but " +
+        if (v > latest) throw InvalidTableOperationException("STRATA_STREAM_START_OUT_OF_RANGE",
+          s"Option startingVersion is $v but " +
           s"the latest version of $tableName is $latest. Use a version from 0 to $latest, or 'latest'.")
         SourceOffset(tableId, v, 0, initial = false)
       case StreamStart.AtTimestamp(ms, zone) =>
@@ -76,7 +78,8 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
           // No commit at or after it yet, so no version to start at (delta-spark refuses it too:
           // DELTA_TIMESTAMP_GREATER_THAN_COMMIT).
           val (lastVersion, lastTs) = stamps.last
-          throw new InvalidTableOperationException(s"Option startingTimestamp is ${StreamStart.readable(ms, zone)} " +
+          throw InvalidTableOperationException("STRATA_STREAM_START_OUT_OF_RANGE",
+            s"Option startingTimestamp is ${StreamStart.readable(ms, zone)} " +
             s"but the latest commit of $tableName (version $lastVersion) was at " +
             s"${StreamStart.readable(lastTs, zone)}. Use a timestamp at or before that one, or " +
             "startingVersion=latest to stream only the commits after the latest.")
@@ -144,7 +147,7 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
     if (!end.initial) initial = None
   }
 
-  private def requireSameTable(o: SourceOffset): Unit = if (o.tableId != tableId) throw new StreamSourceChangeException(
+  private def requireSameTable(o: SourceOffset): Unit = if (o.tableId != tableId) throw StreamSourceChangeException("STRATA_STREAM_SOURCE_CHANGE",
     s"The checkpoint's position (${o.describe}) is in table ${o.tableId}, but $tableName is now table $tableId: it " +
       "was replaced. Start a new query (a new checkpoint location).")
 
@@ -162,14 +165,16 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
   private def commit(version: Long): CommitChanges = commits.getOrElse(version, {
     val actions = try log.readCommit(version) catch {
       case e: CorruptLogException if e.getCause.isInstanceOf[FileNotFoundException] =>
-        throw new StreamSourceChangeException(s"The stream of $tableName needs version $version, whose commit is no " +
+        throw StreamSourceChangeException("STRATA_STREAM_SOURCE_CHANGE",
+          s"The stream of $tableName needs version $version, whose commit is no " +
           "longer in the log (log cleanup keeps delta.logRetentionDuration of history). Start a new query from a " +
           "later version (option startingVersion), or from the current rows.")
     }
     val c = CommitChanges.of(version, actions)
     c.protocol.foreach(ProtocolSupport.checkReadable(_, tableName))
     c.metadata.foreach { m =>
-      if (m.id != tableId) throw new StreamSourceChangeException(s"Table $tableName was replaced at version " +
+      if (m.id != tableId) throw StreamSourceChangeException("STRATA_STREAM_SOURCE_CHANGE",
+        s"Table $tableName was replaced at version " +
         s"$version (its id changed from $tableId to ${m.id}). Start a new query (a new checkpoint location).")
       checkSchema(TableSchema.of(m), version)
     }
@@ -184,7 +189,7 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
       .exists(_.dataType.catalogString == f.dataType.catalogString))
     val partitionsDiffer = at.partitionColumns.map(_.toLowerCase(java.util.Locale.ROOT)) !=
       schema.partitionColumns.map(_.toLowerCase(java.util.Locale.ROOT))
-    if (unreadable.nonEmpty || partitionsDiffer) throw new StreamSourceChangeException(
+    if (unreadable.nonEmpty || partitionsDiffer) throw StreamSourceChangeException("STRATA_STREAM_SOURCE_CHANGE",
       s"The schema of $tableName changed at version $version" +
         (if (unreadable.nonEmpty) s" (${unreadable.map(f => s"${f.name} ${f.dataType.simpleString}").mkString(", ")} " +
           "not in the stream's schema as such)" else s" (partition columns ${at.partitionColumns.mkString(", ")})") +
@@ -192,7 +197,7 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
         "the new schema.")
   }
 
-  private def changeCommit(c: CommitChanges): StreamSourceChangeException = new StreamSourceChangeException(
+  private def changeCommit(c: CommitChanges): StreamSourceChangeException = StreamSourceChangeException("STRATA_STREAM_SOURCE_CHANGE",
     s"Version ${c.version} of $tableName removed or rewrote rows" + c.operation.fold("")(op => s" ($op)") +
       ": Strata's streaming source reads appended rows only. Set option skipChangeCommits=true to skip such " +
       "commits (their changes are not streamed), or start a new query from a later version (option startingVersion).")

@@ -17,12 +17,14 @@ object StreamingWrites {
   def writeMode(mode: OutputMode, table: String): WriteMode =
     if (mode == OutputMode.Append()) WriteMode.Append
     else if (mode == OutputMode.Complete()) WriteMode.Overwrite
-    else throw new InvalidTableOperationException(s"Strata's streaming sink (table $table) supports the output " +
+    else throw InvalidTableOperationException("STRATA_UNSUPPORTED_STREAMING_MODE",
+      s"Strata's streaming sink (table $table) supports the output " +
       s"modes 'append' (each micro-batch's rows are added) and 'complete' (each micro-batch replaces all rows of the " +
       s"table), not '${mode.toString.toLowerCase(Locale.ROOT)}'. To update rows by key, write each micro-batch with " +
       "foreachBatch and MERGE INTO, made idempotent by txnAppId/txnVersion.")
 
-  def continuousRefused(table: String): InvalidTableOperationException = new InvalidTableOperationException(
+  def continuousRefused(table: String): InvalidTableOperationException = InvalidTableOperationException(
+    "STRATA_UNSUPPORTED_STREAMING_MODE",
     s"Strata's streaming sink (table $table) runs micro-batches (triggers processingTime, availableNow, once); " +
       "continuous processing is not supported.")
 

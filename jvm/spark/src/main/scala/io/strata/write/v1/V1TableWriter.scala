@@ -1,7 +1,8 @@
 package io.strata.write.v1
 
 import io.strata.config.WriteConf
-import io.strata.log.{AddFile, CheckConstraints, CommitResult, FilePredicate, PostCommitHook, StrataException, TableLog}
+import io.strata.log.{AddFile, CheckConstraints, CommitResult, ErrorConditions, FilePredicate, PostCommitHook,
+  StrataException, TableLog}
 import io.strata.read.SnapshotReader
 import io.strata.table.SqlPredicates
 import io.strata.write.{InputReads, JobFiles, ReplaceWhereFiles, StreamingBatch, TableWrite, WriteMode}
@@ -66,8 +67,11 @@ object V1TableWriter {
       val values = SqlPredicates.referencedColumns(c.predicate).distinct.map { r =>
         concat(lit(s"$r = "), coalesce(col(r).cast("string"), lit("null")))
       }
-      (not(coalesce(expr(c.predicate), lit(false))),
-        concat(lit(s"$c violated by row with values: "), concat_ws(", ", values: _*)))
+      // raise_error raises Spark's USER_RAISED_EXCEPTION: the message opens with Strata's condition, as the V2
+      // path's ConstraintViolationException's does, which is how clients tell the condition.
+      val start = ErrorConditions.message("STRATA_CHECK_CONSTRAINT_VIOLATION", Map("constraint" -> c.toString,
+        "values" -> ""))
+      (not(coalesce(expr(c.predicate), lit(false))), concat(lit(start), concat_ws(", ", values: _*)))
     }
     withChecks(withChecks(data, columnChecks(write, log), write.feeds.map(f => (f.source, f.table.name, f.cast,
       f.table.dataType))), constraints, write.feeds.map(f => (f.table.name, f.table.name, false, f.table.dataType)))
@@ -75,11 +79,12 @@ object V1TableWriter {
 
   private def columnChecks(write: TableWrite, log: TableLog): Seq[(Column, Column)] =
     write.feeds.filterNot(_.table.nullable).map { f =>
-      (col(s"`${f.source}`").isNull, lit(s"NOT NULL constraint violated: column '${f.table.name}' of " +
-        s"${log.tablePath} received a null value."))
+      (col(s"`${f.source}`").isNull, lit(ErrorConditions.message("STRATA_NOT_NULL_VIOLATION",
+        Map("column" -> f.table.name, "table" -> log.tablePath.toString))))
     } ++ (write.mode match {
       case WriteMode.ReplaceWhere(p) =>
-        Seq((not(coalesce(expr(p), lit(false))), lit(s"Written rows must match replaceWhere '$p'; a row does not.")))
+        Seq((not(coalesce(expr(p), lit(false))), lit(ErrorConditions.message("STRATA_REPLACE_WHERE_MISMATCH",
+          Map("message" -> s"Written rows must match replaceWhere '$p'; a row does not.")))))
       case _ => Seq.empty[(Column, Column)]
     })
 
