@@ -18,14 +18,15 @@ private[log] object CheckpointRows {
     val t = g.getType
     def index(name: String): Int = if (t.containsField(name)) t.getFieldIndex(name) else -1
     def present(i: Int): Boolean = i >= 0 && g.getFieldRepetitionCount(i) > 0
-    def missing(name: String, what: String) = new MalformedActionException(s"'add.$name' must be $what")
+    def missing(name: String, what: String) = MalformedActionException("STRATA_MALFORMED_ACTION", s"'add.$name' must be $what")
 
     val p = index("path")
     if (!present(p)) throw missing("path", "a string")
     val path = g.getString(p, 0)
     if (!plainPath(path)) try new java.net.URI(path) catch {
       case e: java.net.URISyntaxException =>
-        throw new MalformedActionException(s"'add.path' must be a URI-encoded path, not '$path' (${e.getReason})")
+        throw MalformedActionException("STRATA_MALFORMED_ACTION",
+          s"'add.path' must be a URI-encoded path, not '$path' (${e.getReason})")
     }
     val size = index("size")
     if (!present(size)) throw missing("size", "a whole number")
@@ -81,7 +82,7 @@ private[log] object CheckpointRows {
 
   private def deletionVector(d: Group): DeletionVectorDescriptor =
     try DeletionVectorDescriptor.parse(Checkpoints.groupToJson(d)) catch {
-      case e: CorruptLogException => throw new MalformedActionException(e.getMessage)
+      case e: CorruptLogException => throw MalformedActionException("STRATA_MALFORMED_ACTION", e.messageText)
     }
 
   private def extra(g: Group, t: GroupType): Option[com.fasterxml.jackson.databind.node.ObjectNode] = {
