@@ -65,14 +65,21 @@ object Checkpoints {
    */
   private val CheckpointOnlyFields = Seq("stats_parsed", "partitionValues_parsed")
 
+  /** Fields as a Java list with constant-time `get` (Parquet's GroupType indexes its fields on every value read). */
+  private def arrayList(fields: Iterable[Type]): java.util.List[Type] = new java.util.ArrayList[Type](fields.asJavaCollection)
+
   /** An action column without the checkpoint-only typed copies (not even read: `stats_parsed` can be most bytes). */
   private def withoutTypedCopies(t: Type): Type = t match {
     case g: GroupType if g.getFields.asScala.exists(f => CheckpointOnlyFields.contains(f.getName)) =>
-      g.withNewFields(g.getFields.asScala.filterNot(f => CheckpointOnlyFields.contains(f.getName)).asJava)
+      g.withNewFields(arrayList(g.getFields.asScala.filterNot(f => CheckpointOnlyFields.contains(f.getName))))
     case other => other
   }
 
-  /** Reads every action of one checkpoint file (one part of a multi-part checkpoint). */
+  /**
+   * The actions of one checkpoint file (one part of a multi-part checkpoint), read a row group at a time as the
+   * iterator is consumed (a million-file checkpoint is never all in memory as actions). `add` rows are decoded
+   * straight from their Parquet fields; the other, rarer rows go through their JSON form.
+   */
   def read(path: Path, conf: Configuration): Iterator[Action] = {
     // Read options from `conf` itself: ParquetFileReader.open(file) alone builds a fresh Hadoop Configuration and
     // parses its default XML resources on every call (tens of milliseconds per checkpoint read).
@@ -80,27 +87,59 @@ object Checkpoints {
     try {
       val fileSchema = reader.getFooter.getFileMetaData.getSchema
       val wanted = fileSchema.getFields.asScala.filter(f => ActionColumns.contains(f.getName)).map(withoutTypedCopies).toSeq
-      val projection = new MessageType(fileSchema.getName, wanted.asJava)
+      val projection = new MessageType(fileSchema.getName, arrayList(wanted))
       reader.setRequestedSchema(projection)
-      val out = Vector.newBuilder[Action]
-      var rowGroup = reader.readNextRowGroup()
-      while (rowGroup != null) {
-        val records = new ColumnIOFactory().getColumnIO(projection, fileSchema)
-          .getRecordReader(rowGroup, new GroupRecordConverter(projection))
-        var i = 0L
-        while (i < rowGroup.getRowCount) {
-          val row = records.read()
-          wanted.indices.foreach { c =>
-            if (row.getFieldRepetitionCount(c) > 0) {
-              out += ActionCodec.fromJson(wanted(c).getName, groupToJson(row.getGroup(c, 0)).asInstanceOf[ObjectNode])
+      val addColumn = wanted.indexWhere(_.getName == "add")
+      new RowGroupActions(reader, projection, fileSchema, wanted.map(_.getName).toArray, addColumn)
+    } catch { case e: Throwable => reader.close(); throw e }
+  }
+
+  /** The actions of a checkpoint's rows, in order, one row at a time; closes the file after the last (or on an error). */
+  private final class RowGroupActions(reader: ParquetFileReader, projection: MessageType, fileSchema: MessageType,
+                                      columns: Array[String], addColumn: Int) extends Iterator[Action] {
+    private var records: org.apache.parquet.io.RecordReader[Group] = null
+    private var rowsLeft = 0L
+    private var pending: Action = null // a row holds one action (a row of several gives them in column order)
+    private val more = scala.collection.mutable.Queue.empty[Action]
+    private var done = false
+
+    def hasNext: Boolean = {
+      try {
+        while (pending == null && more.isEmpty && !done) {
+          if (rowsLeft == 0) {
+            val rowGroup = reader.readNextRowGroup()
+            if (rowGroup == null) { done = true; reader.close() }
+            else {
+              records = new ColumnIOFactory().getColumnIO(projection, fileSchema)
+                .getRecordReader(rowGroup, new GroupRecordConverter(projection))
+              rowsLeft = rowGroup.getRowCount
             }
+          } else {
+            rowsLeft -= 1
+            decode(records.read())
           }
-          i += 1
         }
-        rowGroup = reader.readNextRowGroup()
+      } catch { case e: Throwable => done = true; reader.close(); throw e }
+      pending != null || more.nonEmpty
+    }
+
+    def next(): Action = {
+      if (!hasNext) throw new NoSuchElementException("checkpoint exhausted")
+      if (pending != null) { val a = pending; pending = null; a } else more.dequeue()
+    }
+
+    private def decode(row: Group): Unit = {
+      var c = 0
+      while (c < columns.length) {
+        if (row.getFieldRepetitionCount(c) > 0) {
+          val g = row.getGroup(c, 0)
+          val a = if (c == addColumn) CheckpointRows.add(g)
+            else ActionCodec.fromJson(columns(c), groupToJson(g).asInstanceOf[ObjectNode])
+          if (pending == null) pending = a else more.enqueue(a)
+        }
+        c += 1
       }
-      out.result().iterator
-    } finally reader.close()
+    }
   }
 
   /** Writes `actions` as a single-file checkpoint at `path` (which must not exist). Returns its size in bytes. */
@@ -127,7 +166,7 @@ object Checkpoints {
       t.getOriginalType == org.apache.parquet.schema.OriginalType.MAP_KEY_VALUE
   private def isList(t: GroupType) = t.getLogicalTypeAnnotation == LogicalTypeAnnotation.listType()
 
-  private def groupToJson(g: Group): JsonNode = {
+  private[log] def groupToJson(g: Group): JsonNode = {
     val t = g.getType
     if (isMap(t)) {
       val o = nodes.objectNode()

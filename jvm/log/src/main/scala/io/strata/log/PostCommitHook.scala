@@ -60,24 +60,58 @@ object PostCommitHook {
  * Writes the checkpoint when the committed version is due one (`delta.checkpointInterval`). The table after the
  * commit, when known, is checkpointed as is (no log replay), and stays cached with the new checkpoint as its
  * segment, which is what a full load would choose now: the next transaction reads no log file at all.
+ *
+ * A table of at least `strata.checkpoint.backgroundMinFiles` live files (Hadoop conf; default 100,000) is
+ * checkpointed on a background thread of this JVM, with the log cleanup that follows it: the write that made the
+ * commit returns at once instead of after a checkpoint of every file (seconds on a million-file table). That is safe
+ * because a checkpoint is only a shortcut: it is written under a temporary name and renamed into place, readers
+ * use it only once it is complete, and if this JVM ends first the next due version writes one.
  */
 object CheckpointHook extends PostCommitHook {
   val name = "checkpoint"
+  val BackgroundMinFilesKey = "strata.checkpoint.backgroundMinFiles"
+  private val logger = org.slf4j.LoggerFactory.getLogger(getClass)
+
+  private val background = java.util.concurrent.Executors.newSingleThreadExecutor { (r: Runnable) =>
+    val t = new Thread(r, "strata-checkpoint"); t.setDaemon(true); t
+  }
 
   def run(commit: CommittedVersion): Unit = {
     val (log, version) = (commit.log, commit.version)
     if (version > 0 && version % TableLog.checkpointInterval(commit.metadata.configuration) == 0) {
-      val s = commit.snapshot.getOrElse(log.snapshotAt(version))
-      log.checkpoint(s)
-      commit.checkpointed = Some(s)
-      for (_ <- commit.snapshot; status <- commit.commitFile) {
-        val segment = LogSegment(version, Some(version), Seq(FileNames.checkpointFile(log.logPath, version)), Nil,
-          s.segment.lastCommitTimestamp)
-        SnapshotCache.put(log.tablePath.toString, new Snapshot(s.tablePath, version, segment, s.protocol, s.metadata,
-          s.files, s.tombstones, s.transactions, s.domains), Some(status))
+      commit.snapshot.filter(_.numFiles >= log.conf.getLong(BackgroundMinFilesKey, 100000L)) match {
+        case Some(s) =>
+          background.execute { () =>
+            try {
+              write(commit, s)
+              if (LogCleanup.automatic(commit.metadata)) {
+                LogCleanup.run(log, LogCleanup.retentionMillis(commit.metadata), System.currentTimeMillis(), Some(s))
+              }
+            } catch {
+              case scala.util.control.NonFatal(e) => logger.warn(s"Background checkpoint of version $version of " +
+                s"${log.tablePath} failed; the commit itself has landed.", e)
+            }
+          }
+        case None =>
+          val s = commit.snapshot.getOrElse(log.snapshotAt(version))
+          write(commit, s)
+          commit.checkpointed = Some(s)
       }
     }
   }
+
+  private def write(commit: CommittedVersion, s: Snapshot): Unit = {
+    val (log, version) = (commit.log, commit.version)
+    log.checkpoint(s)
+    for (_ <- commit.snapshot; status <- commit.commitFile) {
+      val segment = LogSegment(version, Some(version), Seq(FileNames.checkpointFile(log.logPath, version)), Nil,
+        s.segment.lastCommitTimestamp)
+      SnapshotCache.put(log.tablePath.toString, s.withSegment(segment), Some(status))
+    }
+  }
+
+  /** Waits until every background checkpoint submitted so far has been written (or failed). */
+  def awaitBackground(): Unit = background.submit(new Runnable { def run(): Unit = () }).get()
 }
 
 /** Deletes expired log files after a new checkpoint (`delta.enableExpiredLogCleanup`, as delta-spark does). */

@@ -4,8 +4,6 @@ import java.net.URI
 
 import org.apache.hadoop.fs.Path
 
-import scala.collection.mutable
-
 /** The log files one snapshot is built from: a complete checkpoint (all its parts) and the commits after it. */
 final case class LogSegment(
     version: Long,
@@ -16,28 +14,50 @@ final case class LogSegment(
   def files: Seq[Path] = checkpointFiles ++ commitFiles
 }
 
-/** The state of a table at one version: protocol, metadata, live files, tombstones and application versions. */
-final class Snapshot(
+/**
+ * The state of a table at one version: protocol, metadata, live files, tombstones and application versions. Files
+ * and tombstones are held column-wise ([[FileSet]]); `files` and `tombstones` build each action when it is read.
+ */
+final class Snapshot private[log] (
     val tablePath: Path,
     val version: Long,
     val segment: LogSegment,
     val protocol: Protocol,
     val metadata: Metadata,
-    val files: IndexedSeq[AddFile],
-    val tombstones: IndexedSeq[RemoveFile],
+    private[log] val fileSet: FileSet,
+    private[log] val tombstoneSet: FileSet,
     val transactions: Map[String, SetTransaction],
     val domains: Map[String, DomainMetadata]) {
+
+  /** The live files, in log order; each element is built when read (hold on to what you use more than once). */
+  def files: IndexedSeq[AddFile] = fileSet.addFiles
+  /** Files removed and not added back (for VACUUM and checkpoints), in log order. */
+  def tombstones: IndexedSeq[RemoveFile] = tombstoneSet.removeFiles
+  def numFiles: Int = fileSet.size
+  /**
+   * The live files grouped by partition values, each group built only when read (planning keeps the partitions a
+   * filter selects and never builds the others' files).
+   */
+  def filesByPartition: Seq[(Map[String, Option[String]], IndexedSeq[AddFile])] = fileSet.byPartition
 
   /** When this version was committed (the commit file's modification time), in epoch milliseconds. */
   def timestamp: Long = segment.lastCommitTimestamp
   def partitionColumns: Seq[String] = metadata.partitionColumns
-  def sizeInBytes: Long = files.iterator.map(_.size).sum
+  def sizeInBytes: Long = fileSet.sizeInBytes
   /** Some live file has a deletion vector (its reads must drop the rows it marks). */
-  lazy val hasDeletionVectors: Boolean = files.exists(_.deletionVector.isDefined)
+  def hasDeletionVectors: Boolean = fileSet.hasDeletionVectors
   def transactionVersion(appId: String): Option[Long] = transactions.get(appId).map(_.version)
+
+  /** Heap bytes of the file and tombstone state, and the same without statistics (for sizing and benchmarks). */
+  def stateHeapBytes: (Long, Long) =
+    (fileSet.heapBytes + tombstoneSet.heapBytes, fileSet.heapBytesWithoutStats + tombstoneSet.heapBytesWithoutStats)
 
   /** The absolute location of a file named by an add or remove action. */
   def absolutePath(actionPath: String): Path = Snapshot.absolutePath(tablePath, actionPath)
+
+  /** This state with another log segment (the same version, read from a new checkpoint). */
+  private[log] def withSegment(s: LogSegment): Snapshot =
+    new Snapshot(tablePath, version, s, protocol, metadata, fileSet, tombstoneSet, transactions, domains)
 
   /** Everything a checkpoint of this version holds; tombstones older than `tombstoneCutoff` are dropped. */
   def checkpointActions(tombstoneCutoff: Long): Iterator[Action] =
@@ -56,37 +76,39 @@ object Snapshot {
     } else new Path(tablePath, p)
   }
 
-  private[log] object Replay {
-    def from(s: Snapshot): Replay = new Replay(s.tablePath).seed(s)
+  /** A snapshot of exactly these files and tombstones (tests, and tools that build a state by hand). */
+  def of(tablePath: Path, version: Long, segment: LogSegment, protocol: Protocol, metadata: Metadata,
+         files: Seq[AddFile], tombstones: Seq[RemoveFile] = Nil,
+         transactions: Map[String, SetTransaction] = Map.empty,
+         domains: Map[String, DomainMetadata] = Map.empty): Snapshot = {
+    val replay = new Replay(tablePath)
+    replay.apply(protocol); replay.apply(metadata)
+    tombstones.foreach(replay.apply); files.foreach(replay.apply)
+    transactions.values.foreach(replay.apply); domains.values.foreach(replay.apply)
+    replay.result(version, segment)
   }
 
-  /** Replays actions in log order into a snapshot (later actions win, per PROTOCOL.md "Action Reconciliation"). */
-  final class Replay(tablePath: Path) {
-    /** Starts from `s`'s state: replaying the commits after it gives the later version. */
-    private[log] def seed(s: Snapshot): this.type = {
-      protocol = Some(s.protocol); metadata = Some(s.metadata)
-      s.files.foreach(f => files.put(key(f.path, f.dvId), f))
-      s.tombstones.foreach(r => tombstones.put(key(r.path, r.dvId), r))
-      txns ++= s.transactions
-      domains ++= s.domains
-      this
-    }
+  private[log] object Replay {
+    def from(s: Snapshot): Replay = new Replay(s.tablePath, Some(s))
+  }
 
-    private var protocol: Option[Protocol] = None
-    private var metadata: Option[Metadata] = None
-    private val files = mutable.LinkedHashMap.empty[(String, String), AddFile]
-    private val tombstones = mutable.LinkedHashMap.empty[(String, String), RemoveFile]
-    private val txns = mutable.HashMap.empty[String, SetTransaction]
-    private val domains = mutable.HashMap.empty[String, DomainMetadata]
-
-    /** A file action's key (PROTOCOL.md, "Action Reconciliation"): its absolute path and deletion vector id. */
-    private def key(path: String, dvId: String): (String, String) = (absolutePath(tablePath, path).toString, dvId)
+  /**
+   * Replays actions in log order into a snapshot (later actions win, per PROTOCOL.md "Action Reconciliation").
+   * Started from a snapshot, it shares that snapshot's file state and copies only what changes ([[FileSet]]).
+   */
+  final class Replay(tablePath: Path, seed: Option[Snapshot] = None) {
+    private var protocol: Option[Protocol] = seed.map(_.protocol)
+    private var metadata: Option[Metadata] = seed.map(_.metadata)
+    private val files = seed.fold(FileSet.newBuilder(tablePath))(_.fileSet.update())
+    private val tombstones = seed.fold(FileSet.newBuilder(tablePath))(_.tombstoneSet.update())
+    private val txns = scala.collection.mutable.HashMap.from(seed.fold(Map.empty[String, SetTransaction])(_.transactions))
+    private val domains = scala.collection.mutable.HashMap.from(seed.fold(Map.empty[String, DomainMetadata])(_.domains))
 
     def apply(a: Action): Unit = a match {
       case p: Protocol => protocol = Some(p)
       case m: Metadata => metadata = Some(m)
-      case f: AddFile => val k = key(f.path, f.dvId); tombstones.remove(k); files.put(k, f.copy(dataChange = false))
-      case r: RemoveFile => val k = key(r.path, r.dvId); files.remove(k); tombstones.put(k, r.copy(dataChange = false))
+      case f: AddFile => val k = files.keyOf(f.path, f.dvId); tombstones.remove(k); files.put(f, k)
+      case r: RemoveFile => val k = files.keyOf(r.path, r.dvId); files.remove(k); tombstones.put(r, k)
       case t: SetTransaction => txns.put(t.appId, t)
       case d: DomainMetadata => domains.put(d.domain, d)
       case _: CommitInfo | _: UnknownAction =>
@@ -97,8 +119,7 @@ object Snapshot {
         s"The log of $tablePath has no protocol action up to version $version (read ${segment.files.mkString(", ")})."))
       val m = metadata.getOrElse(throw CorruptLogException("STRATA_CORRUPT_LOG",
         s"The log of $tablePath has no metaData action up to version $version (read ${segment.files.mkString(", ")})."))
-      new Snapshot(tablePath, version, segment, p, m, files.values.toIndexedSeq, tombstones.values.toIndexedSeq,
-        txns.toMap, domains.toMap)
+      new Snapshot(tablePath, version, segment, p, m, files.result(), tombstones.result(), txns.toMap, domains.toMap)
     }
   }
 }

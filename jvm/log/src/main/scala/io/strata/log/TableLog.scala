@@ -218,7 +218,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     val segment = LogSegment(version, cp, cpFiles, commits.map(_._2.getPath), lastTs)
     val replay = new Snapshot.Replay(tablePath)
     cpFiles.foreach { f =>
-      val actions = try store.readCheckpoint(f).toVector catch {
+      try store.readCheckpoint(f).foreach(replay.apply) catch {
         case e: MalformedActionException => throw new CheckpointUnreadable(
           CorruptLogException("STRATA_CORRUPT_LOG",
             s"Checkpoint file $f holds a malformed action: ${e.messageText}.", e))
@@ -226,7 +226,6 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
         case NonFatal(e) => throw new CheckpointUnreadable(
           CorruptLogException("STRATA_CORRUPT_LOG", s"Checkpoint file $f is unreadable: $e.", e))
       }
-      actions.foreach(replay.apply)
     }
     commits.foreach { case (v, st) => readCommit(v, st.getPath).foreach(replay.apply) }
     replay.result(version, segment)

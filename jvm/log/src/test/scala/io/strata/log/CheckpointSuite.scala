@@ -20,8 +20,7 @@ class CheckpointSuite extends AnyFunSuite with LogTestSupport {
       // Each commit goes through Transaction.commit (and its post-commit checkpoints), but starts from a snapshot
       // built here (the files committed so far) instead of a load: listing the log before each of the 999 commits
       // would dominate the test's run time. The snapshot must be the true state: checkpoints are written from it.
-      val read = new Snapshot(s0.tablePath, i - 1L, s0.segment, s0.protocol, s0.metadata, files.toIndexedSeq,
-        IndexedSeq.empty, Map.empty, Map.empty)
+      val read = Snapshot.of(s0.tablePath, i - 1L, s0.segment, s0.protocol, s0.metadata, files.toIndexedSeq)
       val file = add(f"f$i%04d.parquet")
       val r = new Transaction(log, Some(read)).commit(Seq(file), Operation("WRITE"))
       assert(r.version == i && r.attempts == 1)

@@ -87,4 +87,35 @@ class PostCommitHookSuite extends AnyFunSuite with LogTestSupport with LoneEleme
     assert(Files.exists(checkpointFile(table, 4L)))
     assert(TableLog.forPath(hpath(table), newConf()).snapshot().segment.checkpointVersion.contains(4L))
   }
+
+  test("a large table's checkpoint is written after the commit returns, off the committing thread") {
+    val table = tempDir()
+    val conf = newConf()
+    conf.set(FaultInjectingLogStore.Setting._1, FaultInjectingLogStore.Setting._2)
+    conf.setLong(CheckpointHook.BackgroundMinFilesKey, 2L) // "large": two files
+    createTable(table, metadata(configuration = Map("delta.checkpointInterval" -> "2")))
+    val log = TableLog.forPath(hpath(table), conf)
+    append(log, add("a.parquet"))
+    FaultInjectingLogStore.withCheckpointGate { open =>
+      val txn = log.startTransaction()
+      val r = txn.commit(Seq(add("b.parquet")), Operation("WRITE"))
+      // The checkpoint of version 2 waits at the gate: the commit returned without it.
+      assert(r.version == 2L && !Files.exists(checkpointFile(table, 2L)))
+      open()
+      CheckpointHook.awaitBackground()
+      assert(Files.exists(checkpointFile(table, 2L)))
+    }
+    assert(log.lastCheckpointVersion().contains(2L))
+    val fresh = TableLog.forPath(hpath(table), newConf())
+    assert(fresh.snapshotAt(2L).segment.checkpointVersion.contains(2L))
+    assert(fresh.snapshotAt(2L).files.map(_.path).toSet == Set("a.parquet", "b.parquet"))
+  }
+
+  test("a small table's checkpoint is written before the commit returns") {
+    val table = tempDir()
+    val log = createTable(table, metadata(configuration = Map("delta.checkpointInterval" -> "2")))
+    append(log, add("a.parquet"))
+    append(log, add("b.parquet"))
+    assert(Files.exists(checkpointFile(table, 2L)))
+  }
 }

@@ -15,23 +15,32 @@ import scala.collection.mutable
 final case class IndexedFile(path: Path, size: Long, modificationTime: Long, partitionValues: InternalRow,
                              stats: Option[String] = None, deletionVector: Option[DeletionVectorDescriptor] = None)
 
+/** The files of one partition of a [[LogFileIndex]]: its typed values, and its files, built when first needed. */
+final class IndexedPartition(val values: InternalRow, load: => Seq[IndexedFile]) {
+  lazy val files: Seq[IndexedFile] = load
+}
+
 /**
- * `hasDeletionVectors`: some file of the snapshot (not only of `files`) has a deletion vector, so every scan of the
- * snapshot reads row indexes and drops deleted rows (all scans of one snapshot then agree on their columns).
- *
  * A file index over the files a snapshot lists (never over a directory listing): Spark's Parquet scans prune
- * partitions through it. One instance serves one snapshot.
+ * partitions through it. The files come grouped by partition, each group's built only when a scan keeps it, so a plan
+ * that selects one partition of a million-file table builds that partition's files only. One instance serves one
+ * snapshot.
+ *
+ * `hasDeletionVectors`: some file of the snapshot (not only of these) has a deletion vector, so every scan of the
+ * snapshot reads row indexes and drops deleted rows (all scans of one snapshot then agree on their columns).
+ * `totalBytes`: the size of all the files (known without building them).
  */
 final class LogFileIndex(
     spark: SparkSession,
     root: Path,
-    files: Seq[IndexedFile],
+    partitions: Seq[IndexedPartition],
     tableSchema: StructType,
     override val partitionSchema: StructType,
     options: Map[String, String],
     override val readVersion: Long,
     override val timeTravel: Boolean,
-    val hasDeletionVectors: Boolean)
+    val hasDeletionVectors: Boolean,
+    totalBytes: Long)
   extends PartitioningAwareFileIndex(spark, options, None) with SnapshotRead {
   override def readTablePath: Path = root
 
@@ -41,27 +50,28 @@ final class LogFileIndex(
   private def scanned(f: IndexedFile) = FileStatusWithMetadata(status(f),
     f.deletionVector.fold(Map.empty[String, Any])(dv => Map(DeletionVectorReads.MetadataKey -> dv)))
 
-  private lazy val byPartition: Seq[(InternalRow, Seq[IndexedFile])] =
-    files.groupBy(_.partitionValues).toSeq
+  private def files: Iterator[IndexedFile] = partitions.iterator.flatMap(_.files)
 
   override def rootPaths: Seq[Path] = Seq(root)
 
+  // Spark asks for partition directories only through the listing methods overridden here; the table root stands
+  // for each (files of one partition may live anywhere: their values come from the log, not from directory names).
   override def partitionSpec(): PartitionSpec =
     if (partitionSchema.isEmpty) PartitionSpec.emptySpec
-    else PartitionSpec(partitionSchema, byPartition.map { case (values, fs) => PartitionPath(values, fs.head.path.getParent) })
+    else PartitionSpec(partitionSchema, partitions.map(p => PartitionPath(p.values, root)))
 
   override protected lazy val leafFiles: mutable.LinkedHashMap[Path, FileStatus] =
-    mutable.LinkedHashMap(files.map(f => f.path -> status(f)): _*)
+    mutable.LinkedHashMap(files.map(f => f.path -> status(f)).toSeq: _*)
 
   override protected lazy val leafDirToChildrenFiles: Map[Path, Array[FileStatus]] =
-    files.groupBy(_.path.getParent).map { case (dir, fs) => dir -> fs.map(status).toArray }
+    files.toSeq.groupBy(_.path.getParent).map { case (dir, fs) => dir -> fs.map(status).toArray }
 
   /**
    * The files a scan reads: partitions pruned by their log values (not by directory names, so files of one partition
    * may live anywhere), then files skipped by their statistics ([[StatsSkipping]]).
    */
   override def listFiles(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Seq[PartitionDirectory] = {
-    val partitions = if (partitionFilters.isEmpty || partitionSchema.isEmpty) byPartition else {
+    val kept = if (partitionFilters.isEmpty || partitionSchema.isEmpty) partitions else {
       val bound = partitionFilters.reduce(org.apache.spark.sql.catalyst.expressions.And).transform {
         case a: org.apache.spark.sql.catalyst.expressions.AttributeReference =>
           val i = partitionSchema.fields.indexWhere(_.name.equalsIgnoreCase(a.name))
@@ -69,19 +79,18 @@ final class LogFileIndex(
       }
       val predicate = org.apache.spark.sql.catalyst.expressions.Predicate.createInterpreted(bound)
       predicate.initialize(0)
-      byPartition.filter { case (values, _) => predicate.eval(values) }
+      partitions.filter(p => predicate.eval(p.values))
     }
     val skipping = StatsSkipping(dataSchema, dataFilters)
-    partitions.map { case (values, fs) =>
-      PartitionDirectory(values, fs.filter(f => skipping.mayMatch(f.stats)).map(scanned))
-    }.filter(_.files.nonEmpty)
+    kept.map(p => PartitionDirectory(p.values, p.files.filter(f => skipping.mayMatch(f.stats)).map(scanned)))
+      .filter(_.files.nonEmpty)
   }
 
   private def dataSchema: StructType =
     StructType(tableSchema.fields.filterNot(f => partitionSchema.fieldNames.exists(_.equalsIgnoreCase(f.name))))
 
-  override def allFiles(): Seq[FileStatus] = files.map(status)
+  override def allFiles(): Seq[FileStatus] = files.map(status).toSeq
   override def inputFiles: Array[String] = files.map(_.path.toString).toArray
-  override def sizeInBytes: Long = files.map(_.size).sum
+  override def sizeInBytes: Long = totalBytes
   override def refresh(): Unit = ()
 }

@@ -5,6 +5,7 @@ import io.strata.log.{AddFile, InvalidTableOperationException, Metadata, Protoco
   VacuumedFiles}
 import io.strata.table.{CatalystValues, TableSchema}
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.execution.datasources.{FileIndex, HadoopFsRelation}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.sources.BaseRelation
@@ -39,7 +40,17 @@ object SnapshotReader {
    */
   def fileIndex(spark: SparkSession, snapshot: Snapshot, only: Option[Seq[AddFile]] = None,
                 timeTravel: Boolean = false, withFileColumn: Boolean = false): LogFileIndex =
-    filesIndex(spark, snapshot.tablePath, snapshot.metadata, snapshot.version, only.getOrElse(snapshot.files),
+    if (only.isEmpty && !withFileColumn) {
+      // Every live file, grouped by partition by the log core: a partition's files are built when a scan keeps it.
+      val partSchema = TableSchema.of(snapshot.metadata).partitionSchema
+      val zone = SparkInternals.sessionZone(spark)
+      val partitions = snapshot.filesByPartition.map { case (values, files) =>
+        val row = CatalystValues.partitionRow(partSchema, values, zone)
+        new IndexedPartition(row, files.map(f => indexed(snapshot.tablePath, f, row)))
+      }
+      index(spark, snapshot.tablePath, snapshot.metadata, snapshot.version, partitions, snapshot.hasDeletionVectors,
+        timeTravel, withFileColumn = false, snapshot.sizeInBytes)
+    } else filesIndex(spark, snapshot.tablePath, snapshot.metadata, snapshot.version, only.getOrElse(snapshot.files),
       snapshot.hasDeletionVectors, timeTravel, withFileColumn)
 
   /**
@@ -49,18 +60,30 @@ object SnapshotReader {
   def filesIndex(spark: SparkSession, tablePath: org.apache.hadoop.fs.Path, metadata: Metadata, version: Long,
                  files: Seq[AddFile], deletionVectors: Boolean, timeTravel: Boolean = false,
                  withFileColumn: Boolean = false): LogFileIndex = {
-    val table = TableSchema.of(metadata)
-    val partSchema = table.partitionSchema
+    val partSchema = TableSchema.of(metadata).partitionSchema
     val zone = SparkInternals.sessionZone(spark)
-    val indexed = files.map { f =>
-      val path = Snapshot.absolutePath(tablePath, f.path)
+    val all = files.map { f =>
       val values = CatalystValues.partitionRow(partSchema, f.partitionValues, zone)
-      IndexedFile(path, f.size, f.modificationTime,
-        if (withFileColumn) FileColumn.append(values, partSchema, path) else values, f.stats, f.deletionVector)
+      val file = indexed(tablePath, f, values)
+      if (withFileColumn) file.copy(partitionValues = FileColumn.append(values, partSchema, file.path)) else file
     }
-    val indexSchema = if (withFileColumn) partSchema.add(FileColumn.field) else partSchema
-    new LogFileIndex(spark, tablePath, indexed, table.schema, indexSchema, Map.empty, version, timeTravel,
-      deletionVectors)
+    // One partition per distinct row of values (with the file column: one per file).
+    val partitions = all.groupBy(_.partitionValues).toSeq.map { case (values, fs) => new IndexedPartition(values, fs) }
+    index(spark, tablePath, metadata, version, partitions, deletionVectors, timeTravel, withFileColumn,
+      files.iterator.map(_.size).sum)
+  }
+
+  private def indexed(tablePath: org.apache.hadoop.fs.Path, f: AddFile, values: InternalRow): IndexedFile =
+    IndexedFile(Snapshot.absolutePath(tablePath, f.path), f.size, f.modificationTime, values, f.stats,
+      f.deletionVector)
+
+  private def index(spark: SparkSession, tablePath: org.apache.hadoop.fs.Path, metadata: Metadata, version: Long,
+                    partitions: Seq[IndexedPartition], deletionVectors: Boolean, timeTravel: Boolean,
+                    withFileColumn: Boolean, totalBytes: Long): LogFileIndex = {
+    val table = TableSchema.of(metadata)
+    val indexSchema = if (withFileColumn) table.partitionSchema.add(FileColumn.field) else table.partitionSchema
+    new LogFileIndex(spark, tablePath, partitions, table.schema, indexSchema, Map.empty, version, timeTravel,
+      deletionVectors, totalBytes)
   }
 
   /** A relation that reads the given files with Spark's vectorized Parquet reader (partition pruning included). */

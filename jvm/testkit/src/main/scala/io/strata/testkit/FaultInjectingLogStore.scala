@@ -33,9 +33,14 @@ class FaultInjectingLogStore(val fs: FileSystem) extends LogStore {
       real.putIfAbsent(path, lines)
     }
 
-  override def writeCheckpoint(path: Path, actions: Iterator[Action]): Long =
+  override def writeCheckpoint(path: Path, actions: Iterator[Action]): Long = {
+    FaultInjectingLogStore.checkpointGate.get().foreach { gate =>
+      // A checkpoint written in the committing thread would wait here for good: fail instead of hanging the test.
+      if (!gate.await(60, java.util.concurrent.TimeUnit.SECONDS)) throw new IOException(s"checkpoint gate not opened")
+    }
     if (FaultInjectingLogStore.failCheckpoints) throw new IOException(s"injected: cannot write checkpoint $path")
     else real.writeCheckpoint(path, actions)
+  }
 }
 
 object FaultInjectingLogStore {
@@ -54,6 +59,18 @@ object FaultInjectingLogStore {
   def withRivalBeforeFirstCommit[T](rival: () => Unit)(body: => T): T = {
     this.rival.set(Some(rival))
     try body finally this.rival.set(None)
+  }
+
+  private val checkpointGate = new AtomicReference[Option[CountDownLatch]](None)
+
+  /**
+   * Runs `body(open)`: every checkpoint write through this store waits until `open()` is called (one that is never
+   * let through fails after a minute instead of hanging).
+   */
+  def withCheckpointGate[T](body: (() => Unit) => T): T = {
+    val gate = new CountDownLatch(1)
+    checkpointGate.set(Some(gate))
+    try body(() => gate.countDown()) finally { gate.countDown(); checkpointGate.set(None) }
   }
 
   /** Runs `body` with every checkpoint write failing (an IOException). */
