@@ -41,7 +41,7 @@ SBT := java $(SBT_OPTS) $(call proxy_opts) \
   -Dsbt.server.autostart=false -Dsbt.supershell=false -Dsbt.color=false -Dsbt.ci=true \
   -jar $(SBT_LAUNCH)
 
-.PHONY: build demo test test-jvm test-log test-python typecheck jar wheel sbt clean bench bench-jars peer-jars s3-test-jars testkit
+.PHONY: build demo test test-jvm test-log test-python typecheck jar wheel sbt clean bench bench-scale bench-jars peer-jars s3-test-jars testkit
 
 ## build: bootstrap sbt, build the connector jar, create .venv and install the strata wheel into it
 build: $(VENV)/.installed
@@ -160,6 +160,16 @@ BENCH_JARS := $(BENCH_JARS_DIR)/delta-spark_4.1_2.13-$(BENCH_DELTA_VERSION).jar 
 bench: build bench-jars $(VENV)/.bench-deps
 	$(VPY) bench/run.py $(if $(SCALE),--scale $(SCALE)) --rounds $(ROUNDS) $(if $(DML_ROUNDS),--dml-rounds $(DML_ROUNDS)) \
 	  $(if $(SYSTEMS),--systems $(SYSTEMS)) $(if $(WORKLOADS),--workloads $(WORKLOADS))
+
+## bench-scale: metadata at scale (issue 23; bench/scale.py), apart from `make bench`: a synthetic log of F live files
+## (commit 0 + Strata's checkpoint, cached in bench/cache/scale/<F>/), read and appended to by Strata and delta-spark,
+## each in a fresh application with 2g of driver memory. FILES: comma-separated F values (default 100000,1000000; small
+## ones such as FILES=2000,20000 for a quick look); OP_TIMEOUT: seconds per operation (default 600).
+## Results: bench/results/scale/<date>.json and latest.md.
+FILES      ?=
+OP_TIMEOUT ?=
+bench-scale: build $(BENCH_JARS_DIR)/delta-spark_4.1_2.13-$(BENCH_DELTA_VERSION).jar $(BENCH_JARS_DIR)/delta-storage-$(BENCH_DELTA_VERSION).jar
+	$(VPY) bench/scale.py $(if $(FILES),--files $(FILES)) $(if $(OP_TIMEOUT),--timeout $(OP_TIMEOUT))
 
 ## bench-jars: the benchmark's peer jars (one artifact each, no dependencies) from Maven Central into bench/cache/jars
 bench-jars: $(BENCH_JARS)

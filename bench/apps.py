@@ -20,17 +20,21 @@ class BenchError(Exception):
     pass
 
 
+class Timeout(BenchError):
+    """An application gave no answer in time (it may still be running)."""
+
+
 class App:
     """A Spark application in a subprocess (its own session and process group), driven through JSON lines."""
 
-    def __init__(self, label: str, role: str, cfg: Json, log: Path, cwd: Path) -> None:
+    def __init__(self, label: str, role: str, cfg: Json, log: Path, cwd: Path, script: str = "app.py") -> None:
         self.label = label
         self.log_path = log
         read_fd, write_fd = os.pipe()
         self.log: TextIO = open(log, "a")
         env = dict(os.environ, TZ="UTC", PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
-            [sys.executable, str(BENCH / "app.py"), role, json.dumps(dict(cfg, reply_fd=write_fd))],
+            [sys.executable, str(BENCH / script), role, json.dumps(dict(cfg, reply_fd=write_fd))],
             stdin=subprocess.PIPE, stdout=self.log, stderr=subprocess.STDOUT, pass_fds=(write_fd,), cwd=cwd,
             env=env, text=True, start_new_session=True)
         os.close(write_fd)
@@ -44,7 +48,7 @@ class App:
     def receive(self, timeout: float) -> Json:
         ready, _, _ = select.select([self.replies], [], [], timeout)
         if not ready:
-            raise BenchError(f"{self.label}: no answer within {timeout:.0f} s (log: {self.log_path})")
+            raise Timeout(f"{self.label}: no answer within {timeout:.0f} s (log: {self.log_path})")
         line = self.replies.readline()
         if not line:
             raise BenchError(f"{self.label}: the application exited ({self.proc.wait()}) without an answer; "

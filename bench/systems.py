@@ -207,10 +207,11 @@ ENGINES: dict[str, type[Engine]] = {
     "parquet": Parquet, "strata-v1": StrataV1, "strata-v2": StrataV2, "delta": Delta, "iceberg": Iceberg}
 
 
-def session(system: str, root: Path, jars_dir: Path, snapshots: Path, memory: str) -> SparkSession:
-    """The system's Spark application: the same settings for every system, plus what the system needs."""
+def session(system: str, root: Path, jars_dir: Path, snapshots: Path, memory: str,
+            conf: dict[str, str] | None = None) -> SparkSession:
+    """The system's Spark application: the same settings for every system (plus `conf`), plus what the system needs."""
     b = SparkSession.builder.master(MASTER).appName(f"bench-{system}")
-    for key, value in COMMON_CONF.items():
+    for key, value in dict(COMMON_CONF, **(conf or {})).items():
         b = b.config(key, value)
     b = b.config("spark.driver.memory", memory).config("spark.sql.warehouse.dir", str(root / "spark-warehouse"))
     if system.startswith("strata"):
