@@ -186,13 +186,7 @@ def main() -> int:
     }
     failed = [r for r in bench.runs if "check" in r and not r["check"]["ok"]]
     record["failed_checks"] = [{k: r[k] for k in ("round", "workload", "system", "check")} for r in failed]
-    args.out.mkdir(parents=True, exist_ok=True)
-    json_path = args.out / f"{started.strftime('%Y-%m-%d')}.json"
-    n = 2
-    while json_path.exists():
-        json_path = args.out / f"{started.strftime('%Y-%m-%d')}-{n}.json"
-        n += 1
-    json_path.write_text(json.dumps(record, indent=1) + "\n")
+    json_path = save_record(args.out, started, record)
     report.render(record, json_path.name, args.out)
     print(f"\nraw runs: {json_path}\ntable: {args.out / 'latest.md'}\nchart: {args.out / 'latest.png'}\n"
           f"took {record['duration_s'] / 60:.1f} min")
@@ -201,6 +195,18 @@ def main() -> int:
         for r in record["failed_checks"]:
             print(f"  {r}", file=sys.stderr)
     return 2 if any(r["system"] in STRATA for r in failed) else 0
+
+
+def save_record(out: Path, started: dt.datetime, record: dict[str, Any]) -> Path:
+    """Writes a run's raw record as `<out>/<date>.json` (`<date>-2.json`, ... when the day has one already)."""
+    out.mkdir(parents=True, exist_ok=True)
+    json_path = out / f"{started.strftime('%Y-%m-%d')}.json"
+    n = 2
+    while json_path.exists():
+        json_path = out / f"{started.strftime('%Y-%m-%d')}-{n}.json"
+        n += 1
+    json_path.write_text(json.dumps(record, indent=1) + "\n")
+    return json_path
 
 
 def git_commit() -> str:

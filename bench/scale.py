@@ -49,7 +49,7 @@ from typing import Any
 import report_scale
 from apps import BENCH, App, BenchError, Timeout
 from rounds import CACHE
-from run import git_commit, machine
+from run import git_commit, machine, save_record
 from scale_app import JVM_OPTIONS
 from scale_log import GENERATOR, OPERATIONS, check_files, expected, point_id
 from spec import COMMON_CONF, DELTA_JARS, DELTA_VERSION, DRIVER_MEMORY, MASTER
@@ -276,13 +276,7 @@ def main() -> int:
         "operations": [{"key": o.key, "title": o.title, "big_table": o.big} for o in OPERATIONS],
         "tables": tables,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    json_path = args.out / f"{started.strftime('%Y-%m-%d')}.json"
-    n = 2
-    while json_path.exists():
-        json_path = args.out / f"{started.strftime('%Y-%m-%d')}-{n}.json"
-        n += 1
-    json_path.write_text(json.dumps(record, indent=1) + "\n")
+    json_path = save_record(args.out, started, record)
     report_scale.render(record, json_path.name, args.out)
     print(f"\nraw runs: {json_path}\ntable: {args.out / 'latest.md'}\ntook {record['duration_s'] / 60:.1f} min")
     return 0
