@@ -5,48 +5,64 @@ import org.apache.parquet.example.data.Group
 import org.apache.parquet.schema.GroupType
 
 /**
- * Decodes a checkpoint's `add` row straight from its Parquet fields, with the checks and results of
- * [[ActionCodec.fromJson]] for the same action as JSON (a checkpoint of a million files spends most of its load time
- * here: no JSON tree is built per file). Fields the protocol adds later (`baseRowId`, `clusteringProvider`...) are
- * kept in `extra` as JSON, as a commit's would be.
+ * Decodes the `add` rows of one checkpoint file straight from their Parquet fields (of type `t`, the file's `add`
+ * column as read), with the checks and results of [[ActionCodec.fromJson]] for the same action as JSON (a checkpoint
+ * of a million files spends most of its load time here: no JSON tree is built per file, and the fields are looked up
+ * once per file, not per row). Fields the protocol adds later (`baseRowId`, `clusteringProvider`...) are kept in
+ * `extra` as JSON, as a commit's would be.
  */
-private[log] object CheckpointRows {
-  private val Known = Set("path", "partitionValues", "size", "modificationTime", "dataChange", "stats", "tags",
-    "deletionVector")
+private[log] final class CheckpointRows(t: GroupType) {
+  import CheckpointRows._
+
+  private def index(name: String): Int = if (t.containsField(name)) t.getFieldIndex(name) else -1
+  private val (pathField, sizeField, mtimeField, dataChangeField) =
+    (index("path"), index("size"), index("modificationTime"), index("dataChange"))
+  private val (statsField, pvField, tagsField, dvField) =
+    (index("stats"), index("partitionValues"), index("tags"), index("deletionVector"))
+  /** Fields of this file's `add` column that are no AddFile field. */
+  private val unknownFields = (0 until t.getFieldCount).filterNot(i => Known(t.getFieldName(i))).toArray
 
   def add(g: Group): AddFile = {
-    val t = g.getType
-    def index(name: String): Int = if (t.containsField(name)) t.getFieldIndex(name) else -1
     def present(i: Int): Boolean = i >= 0 && g.getFieldRepetitionCount(i) > 0
-    def missing(name: String, what: String) = MalformedActionException("STRATA_MALFORMED_ACTION", s"'add.$name' must be $what")
+    def missing(name: String, what: String) =
+      MalformedActionException("STRATA_MALFORMED_ACTION", s"'add.$name' must be $what")
 
-    val p = index("path")
-    if (!present(p)) throw missing("path", "a string")
-    val path = g.getString(p, 0)
+    if (!present(pathField)) throw missing("path", "a string")
+    val path = g.getString(pathField, 0)
     if (!plainPath(path)) try new java.net.URI(path) catch {
       case e: java.net.URISyntaxException =>
         throw MalformedActionException("STRATA_MALFORMED_ACTION",
           s"'add.path' must be a URI-encoded path, not '$path' (${e.getReason})")
     }
-    val size = index("size")
-    if (!present(size)) throw missing("size", "a whole number")
-    val mtime = index("modificationTime")
-    if (!present(mtime)) throw missing("modificationTime", "a whole number")
-    val dataChange = index("dataChange")
-    if (!present(dataChange)) throw missing("dataChange", "true or false")
-    val stats = index("stats")
-    val pv = index("partitionValues")
-    val tags = index("tags")
-    val dv = index("deletionVector")
+    if (!present(sizeField)) throw missing("size", "a whole number")
+    if (!present(mtimeField)) throw missing("modificationTime", "a whole number")
+    if (!present(dataChangeField)) throw missing("dataChange", "true or false")
 
     AddFile(path,
-      if (present(pv)) stringMap(g.getGroup(pv, 0)) else Map.empty,
-      long(g, size), long(g, mtime), g.getBoolean(dataChange, 0),
-      if (present(stats)) Some(g.getString(stats, 0)) else None,
-      if (present(tags)) stringMap(g.getGroup(tags, 0)).collect { case (k, Some(v)) => k -> v } else Map.empty,
-      extra(g, t),
-      if (present(dv)) Some(deletionVector(g.getGroup(dv, 0))) else None)
+      if (present(pvField)) stringMap(g.getGroup(pvField, 0)) else Map.empty,
+      long(g, sizeField), long(g, mtimeField), g.getBoolean(dataChangeField, 0),
+      if (present(statsField)) Some(g.getString(statsField, 0)) else None,
+      if (present(tagsField)) stringMap(g.getGroup(tagsField, 0)).collect { case (k, Some(v)) => k -> v } else Map.empty,
+      extra(g),
+      if (present(dvField)) Some(deletionVector(g.getGroup(dvField, 0))) else None)
   }
+
+  private def extra(g: Group): Option[com.fasterxml.jackson.databind.node.ObjectNode] = {
+    var out: com.fasterxml.jackson.databind.node.ObjectNode = null
+    lazy val whole = Checkpoints.groupToJson(g).asInstanceOf[com.fasterxml.jackson.databind.node.ObjectNode]
+    unknownFields.foreach { i =>
+      if (g.getFieldRepetitionCount(i) > 0) {
+        if (out == null) out = ActionCodec.mapper.createObjectNode()
+        out.set[JsonNode](t.getFieldName(i), whole.get(t.getFieldName(i)))
+      }
+    }
+    Option(out)
+  }
+}
+
+private object CheckpointRows {
+  private val Known = Set("path", "partitionValues", "size", "modificationTime", "dataChange", "stats", "tags",
+    "deletionVector")
 
   /** Letters, digits and `/ - _ . =` only: a valid URI reference without parsing it (nearly every data file path). */
   private def plainPath(p: String): Boolean = {
@@ -84,18 +100,4 @@ private[log] object CheckpointRows {
     try DeletionVectorDescriptor.parse(Checkpoints.groupToJson(d)) catch {
       case e: CorruptLogException => throw MalformedActionException("STRATA_MALFORMED_ACTION", e.messageText)
     }
-
-  private def extra(g: Group, t: GroupType): Option[com.fasterxml.jackson.databind.node.ObjectNode] = {
-    var out: com.fasterxml.jackson.databind.node.ObjectNode = null
-    lazy val whole = Checkpoints.groupToJson(g).asInstanceOf[com.fasterxml.jackson.databind.node.ObjectNode]
-    var i = 0
-    while (i < t.getFieldCount) {
-      if (!Known(t.getFieldName(i)) && g.getFieldRepetitionCount(i) > 0) {
-        if (out == null) out = ActionCodec.mapper.createObjectNode()
-        out.set[JsonNode](t.getFieldName(i), whole.get(t.getFieldName(i)))
-      }
-      i += 1
-    }
-    Option(out)
-  }
 }

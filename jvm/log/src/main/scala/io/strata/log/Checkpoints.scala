@@ -90,13 +90,15 @@ object Checkpoints {
       val projection = new MessageType(fileSchema.getName, arrayList(wanted))
       reader.setRequestedSchema(projection)
       val addColumn = wanted.indexWhere(_.getName == "add")
-      new RowGroupActions(reader, projection, fileSchema, wanted.map(_.getName).toArray, addColumn)
+      val addRows = if (addColumn < 0) null else new CheckpointRows(projection.getType(addColumn).asGroupType)
+      new RowGroupActions(reader, projection, fileSchema, wanted.map(_.getName).toArray, addColumn, addRows)
     } catch { case e: Throwable => reader.close(); throw e }
   }
 
   /** The actions of a checkpoint's rows, in order, one row at a time; closes the file after the last (or on an error). */
   private final class RowGroupActions(reader: ParquetFileReader, projection: MessageType, fileSchema: MessageType,
-                                      columns: Array[String], addColumn: Int) extends Iterator[Action] {
+                                      columns: Array[String], addColumn: Int,
+                                      addRows: CheckpointRows) extends Iterator[Action] {
     private var records: org.apache.parquet.io.RecordReader[Group] = null
     private var rowsLeft = 0L
     private var pending: Action = null // a row holds one action (a row of several gives them in column order)
@@ -133,7 +135,7 @@ object Checkpoints {
       while (c < columns.length) {
         if (row.getFieldRepetitionCount(c) > 0) {
           val g = row.getGroup(c, 0)
-          val a = if (c == addColumn) CheckpointRows.add(g)
+          val a = if (c == addColumn) addRows.add(g)
             else ActionCodec.fromJson(columns(c), groupToJson(g).asInstanceOf[ObjectNode])
           if (pending == null) pending = a else more.enqueue(a)
         }
