@@ -116,8 +116,7 @@ private[log] final class FileColumns(initialCapacity: Int, dictionary: FileColum
   def partitionValues(i: Int): Map[String, Option[String]] = dictionary.values(partitions(i))
   /** The row's deletion vector, or null. */
   def deletionVector(i: Int): DeletionVectorDescriptor = if (vectors == null) null else vectors(i)
-  def hasDeletionVectors: Boolean = vectors != null && (0 until count).exists(vectors(_) != null)
-  /** The key of row `i` in log replay, given its path in absolute form (PROTOCOL.md, "Action Reconciliation"). */
+  /** The id of row `i`'s deletion vector ("" without one): with its path, the row's key in log replay. */
   def dvId(i: Int): String = Option(deletionVector(i)).fold("")(_.uniqueId)
 
   def addFile(i: Int): AddFile = {

@@ -84,9 +84,7 @@ object CheckpointHook extends PostCommitHook {
           background.execute { () =>
             try {
               write(commit, s)
-              if (LogCleanup.automatic(commit.metadata)) {
-                LogCleanup.run(log, LogCleanup.retentionMillis(commit.metadata), System.currentTimeMillis(), Some(s))
-              }
+              LogCleanupHook.after(commit, s)
             } catch {
               case scala.util.control.NonFatal(e) => logger.warn(s"Background checkpoint of version $version of " +
                 s"${log.tablePath} failed; the commit itself has landed.", e)
@@ -118,8 +116,10 @@ object CheckpointHook extends PostCommitHook {
 object LogCleanupHook extends PostCommitHook {
   val name = "log cleanup"
 
-  def run(commit: CommittedVersion): Unit = commit.checkpointed.filter(_ => LogCleanup.automatic(commit.metadata))
-    .foreach { s =>
-      LogCleanup.run(commit.log, LogCleanup.retentionMillis(commit.metadata), System.currentTimeMillis(), Some(s))
-    }
+  def run(commit: CommittedVersion): Unit = commit.checkpointed.foreach(after(commit, _))
+
+  /** The cleanup that follows the checkpoint `s` of `commit`'s version (also run by a background checkpoint). */
+  private[log] def after(commit: CommittedVersion, s: Snapshot): Unit = if (LogCleanup.automatic(commit.metadata)) {
+    LogCleanup.run(commit.log, LogCleanup.retentionMillis(commit.metadata), System.currentTimeMillis(), Some(s))
+  }
 }

@@ -42,13 +42,13 @@ object SnapshotReader {
                 timeTravel: Boolean = false, withFileColumn: Boolean = false): LogFileIndex =
     if (only.isEmpty && !withFileColumn) {
       // Every live file, grouped by partition by the log core: a partition's files are built when a scan keeps it.
-      val partSchema = TableSchema.of(snapshot.metadata).partitionSchema
+      val table = TableSchema.of(snapshot.metadata)
       val zone = SparkInternals.sessionZone(spark)
       val partitions = snapshot.filesByPartition.map { case (values, files) =>
-        val row = CatalystValues.partitionRow(partSchema, values, zone)
+        val row = CatalystValues.partitionRow(table.partitionSchema, values, zone)
         new IndexedPartition(row, files.map(f => indexed(snapshot.tablePath, f, row)))
       }
-      index(spark, snapshot.tablePath, snapshot.metadata, snapshot.version, partitions, snapshot.hasDeletionVectors,
+      index(spark, snapshot.tablePath, table, snapshot.version, partitions, snapshot.hasDeletionVectors,
         timeTravel, withFileColumn = false, snapshot.sizeInBytes)
     } else filesIndex(spark, snapshot.tablePath, snapshot.metadata, snapshot.version, only.getOrElse(snapshot.files),
       snapshot.hasDeletionVectors, timeTravel, withFileColumn)
@@ -60,7 +60,8 @@ object SnapshotReader {
   def filesIndex(spark: SparkSession, tablePath: org.apache.hadoop.fs.Path, metadata: Metadata, version: Long,
                  files: Seq[AddFile], deletionVectors: Boolean, timeTravel: Boolean = false,
                  withFileColumn: Boolean = false): LogFileIndex = {
-    val partSchema = TableSchema.of(metadata).partitionSchema
+    val table = TableSchema.of(metadata)
+    val partSchema = table.partitionSchema
     val zone = SparkInternals.sessionZone(spark)
     val all = files.map { f =>
       val values = CatalystValues.partitionRow(partSchema, f.partitionValues, zone)
@@ -69,7 +70,7 @@ object SnapshotReader {
     }
     // One partition per distinct row of values (with the file column: one per file).
     val partitions = all.groupBy(_.partitionValues).toSeq.map { case (values, fs) => new IndexedPartition(values, fs) }
-    index(spark, tablePath, metadata, version, partitions, deletionVectors, timeTravel, withFileColumn,
+    index(spark, tablePath, table, version, partitions, deletionVectors, timeTravel, withFileColumn,
       files.iterator.map(_.size).sum)
   }
 
@@ -77,10 +78,9 @@ object SnapshotReader {
     IndexedFile(Snapshot.absolutePath(tablePath, f.path), f.size, f.modificationTime, values, f.stats,
       f.deletionVector)
 
-  private def index(spark: SparkSession, tablePath: org.apache.hadoop.fs.Path, metadata: Metadata, version: Long,
+  private def index(spark: SparkSession, tablePath: org.apache.hadoop.fs.Path, table: TableSchema, version: Long,
                     partitions: Seq[IndexedPartition], deletionVectors: Boolean, timeTravel: Boolean,
                     withFileColumn: Boolean, totalBytes: Long): LogFileIndex = {
-    val table = TableSchema.of(metadata)
     val indexSchema = if (withFileColumn) table.partitionSchema.add(FileColumn.field) else table.partitionSchema
     new LogFileIndex(spark, tablePath, partitions, table.schema, indexSchema, Map.empty, version, timeTravel,
       deletionVectors, totalBytes)
