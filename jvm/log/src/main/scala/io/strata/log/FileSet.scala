@@ -66,7 +66,7 @@ private[log] final class FileSet private (
     order.toSeq.map(c => c -> byCode(c))
   }
 
-  def sizeInBytes: Long = live.iterator.map(p => columns(p).size(row(p))).sum
+  lazy val sizeInBytes: Long = live.iterator.map(p => columns(p).size(row(p))).sum
   lazy val hasDeletionVectors: Boolean = live.exists(p => columns(p).deletionVector(row(p)) != null)
 
   /** Heap bytes of this set's columns and indexes (the base's are shared with other snapshots). */
@@ -83,12 +83,6 @@ private[log] final class FileSet private (
 }
 
 private[log] object FileSet {
-  def empty(tablePath: Path): FileSet = {
-    val dict = new FileColumns.PartitionDictionary
-    new FileSet(tablePath, new FileColumns(0, dict), new KeyIndex(0), new FileColumns(0, dict), new KeyIndex(0),
-      new java.util.BitSet())
-  }
-
   def newBuilder(tablePath: Path, expected: Int = 16): Builder = {
     val dict = new FileColumns.PartitionDictionary
     new Builder(tablePath, new FileColumns(0, dict), new KeyIndex(0), new FileColumns(expected, dict),
