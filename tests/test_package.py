@@ -63,6 +63,7 @@ def test_configure_spark_sets_jar_and_catalogs(tmp_path: Path) -> None:
     assert opts["spark.sql.catalog.strata"] == "io.strata.catalog.StrataCatalog"
     assert opts["spark.sql.catalog.strata.warehouse"] == str(tmp_path / "wh")
     assert opts["spark.sql.catalog.spark_catalog"] == "io.strata.catalog.StrataSessionCatalog"
+    assert opts["spark.sql.extensions"] == "io.strata.StrataSessionExtensions"
 
 
 def test_configure_spark_appends_to_existing_jars_once() -> None:
@@ -70,6 +71,12 @@ def test_configure_spark_appends_to_existing_jars_once() -> None:
     assert strata.configure_spark(builder) is builder
     strata.configure_spark(builder)  # idempotent
     assert builder._options["spark.jars"] == f"/opt/a.jar,/opt/b.jar,{strata.jar_path()}"
+
+
+def test_configure_spark_keeps_other_session_extensions() -> None:
+    builder = SparkSession.Builder().config("spark.sql.extensions", "com.example.Ext")
+    strata.configure_spark(strata.configure_spark(builder))
+    assert builder._options["spark.sql.extensions"] == "com.example.Ext,io.strata.StrataSessionExtensions"
 
 
 def test_configure_spark_default_warehouse_and_catalog_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -134,6 +141,7 @@ def test_wrong_jar_version_is_a_clear_setup_error(tmp_path: Path, monkeypatch: p
 def test_session_is_configured(spark: SparkSession) -> None:
     assert spark.conf.get("spark.sql.catalog.strata") == "io.strata.catalog.StrataCatalog"
     assert spark.conf.get("spark.sql.catalog.spark_catalog") == "io.strata.catalog.StrataSessionCatalog"
+    assert spark.conf.get("spark.sql.extensions") == "io.strata.StrataSessionExtensions"
     assert strata.jar_path() in spark.sparkContext.getConf().get("spark.jars", "")
 
 

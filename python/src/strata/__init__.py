@@ -84,6 +84,8 @@ __all__ = [
 
 CATALOG_CLASS = "io.strata.catalog.StrataCatalog"
 SESSION_CATALOG_CLASS = "io.strata.catalog.StrataSessionCatalog"
+#: Optimizer rules that answer path reads from the log (pruned file lists, aggregates); reads work without it.
+EXTENSIONS_CLASS = "io.strata.StrataSessionExtensions"
 _VERSION_ENTRY = "io/strata/strata-version.properties"
 #: The Hadoop S3A client of Spark 4.1's Hadoop (3.4.2, the first with conditional PUTs); it brings the AWS SDK v2.
 HADOOP_AWS_PACKAGE = "org.apache.hadoop:hadoop-aws:3.4.2"
@@ -159,7 +161,9 @@ def configure_spark(
       ``spark.sql.catalog.<catalog_name>.warehouse`` (absolute; default ``./strata-warehouse``; URIs such as
       ``s3a://bucket/wh`` are kept as they are);
     * ``spark.sql.catalog.spark_catalog`` = ``io.strata.catalog.StrataSessionCatalog``, so ``USING strata``
-      tables in the session catalog go through Strata.
+      tables in the session catalog go through Strata;
+    * ``spark.sql.extensions`` gets ``io.strata.StrataSessionExtensions`` (kept with any extensions already set):
+      optimizer rules that plan path reads from the log.
 
     With ``s3=True``, tables on S3 (``s3a://bucket/...``, and ``s3://`` mapped to the same S3A client) can be
     written and read:
@@ -211,4 +215,5 @@ def configure_spark(
     builder.config(f"spark.sql.catalog.{catalog_name}", CATALOG_CLASS)
     builder.config(f"spark.sql.catalog.{catalog_name}.warehouse", wh)
     builder.config("spark.sql.catalog.spark_catalog", SESSION_CATALOG_CLASS)
+    builder.config("spark.sql.extensions", _append_list_option(options, "spark.sql.extensions", [EXTENSIONS_CLASS]))
     return builder

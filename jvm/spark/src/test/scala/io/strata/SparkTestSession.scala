@@ -20,6 +20,7 @@ object SparkTestSession {
     .config("spark.sql.catalog.strata", "io.strata.catalog.StrataCatalog")
     .config("spark.sql.catalog.strata.warehouse", Files.createTempDirectory("strata-wh").toString)
     .config("spark.sql.catalog.spark_catalog", "io.strata.catalog.StrataSessionCatalog")
+    .config("spark.sql.extensions", "io.strata.StrataSessionExtensions")
     .getOrCreate()
 }
 

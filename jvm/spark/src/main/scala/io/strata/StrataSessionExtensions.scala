@@ -1,0 +1,15 @@
+package io.strata
+
+import org.apache.spark.sql.SparkSessionExtensions
+
+/**
+ * Strata's session extension: `spark.sql.extensions=io.strata.StrataSessionExtensions` (`strata.configure_spark` sets
+ * it). Its optimizer rules plan path reads (`format("strata").load(path)`, Spark's V1 file relation) from the log as
+ * catalog reads (V2) are planned by their scan builder. Everything reads and writes correctly without it; it only
+ * changes how much of a plan the log answers. Each rule lives in the package of the plans it rewrites.
+ */
+class StrataSessionExtensions extends (SparkSessionExtensions => Unit) {
+  override def apply(extensions: SparkSessionExtensions): Unit = {
+    // Optimizer rules are added here, one line each: extensions.injectOptimizerRule(session => Rule(session)).
+  }
+}
