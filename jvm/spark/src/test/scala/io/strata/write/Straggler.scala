@@ -3,6 +3,7 @@ package io.strata.write
 import java.util.concurrent.{CountDownLatch, TimeUnit}
 
 import org.apache.spark.TaskContext
+import org.apache.spark.scheduler.{JobSucceeded, SparkListener, SparkListenerJobEnd}
 import org.apache.spark.sql.{Column, SparkSession}
 import org.apache.spark.sql.functions.udf
 
@@ -12,9 +13,11 @@ import org.apache.spark.sql.functions.udf
  * mode: they run in this JVM). The task that reads row `held` registers a task completion listener, the last thing a
  * task runs before the executor sends its result: on success (its commit authorized and done) it signals, then
  * waits until the test releases it. The task that reads row `failing` waits for that signal, then throws: Spark fails
- * the job (and its commit protocol aborts it) without having heard of the straggler. No storage operation happens
- * between a task's commit authorization and its report on the V1 path, so a file system or log store wrapper has
- * no place to hold it there; the completion listener holds it at the same point for both write paths.
+ * the job (and its commit protocol aborts it) without having heard of the straggler. The straggler is released when
+ * the driver announces the job's failure (a listener's `onJobEnd`), so it reports to a job that already failed, while
+ * the abort waits for the job's remaining tasks before it sweeps. No storage operation happens between a task's
+ * commit authorization and its report on the V1 path, so a file system or log store wrapper has no place to hold it
+ * there; the completion listener holds it at the same point for both write paths.
  */
 object Straggler {
   private final class Run(val held: Long, val failing: Long, val files: () => Set[String]) {
@@ -34,22 +37,27 @@ object Straggler {
   }
 
   /**
-   * Runs `failingWrite` (a write through [[column]] that fails), then releases the straggler and waits for it to end.
-   * `failingWrite` returns after the job failed: a straggler still held then proves that the job's failure did not
-   * wait for it. Returns what `files` (the table's files) gave while the straggler was held, its commit done.
+   * Runs `failingWrite` (a write through [[column]] that fails): the straggler is held until the job has failed, then
+   * released, so its report reaches a job that no longer listens; the write's abort must wait for it to end before it
+   * sweeps. Returns what `files` (the table's files) gave while the straggler was held, its commit done.
    */
-  def run(held: Long, failing: Long, files: () => Set[String])(failingWrite: => Any): Set[String] = {
+  def run(spark: SparkSession, held: Long, failing: Long, files: () => Set[String])(failingWrite: => Any): Set[String] = {
     val r = new Run(held, failing, files)
+    val onFailure = new SparkListener {
+      override def onJobEnd(end: SparkListenerJobEnd): Unit = if (end.jobResult != JobSucceeded) r.released.countDown()
+    }
+    spark.sparkContext.addSparkListener(onFailure)
     current = r
     try {
       failingWrite
       assert(r.committed.getCount == 0, "the straggler never committed")
-      assert(r.finished.getCount == 1, "the straggler ended before the job failed")
+      assert(r.finished.getCount == 0, "the write's abort returned before its straggler ended")
       r.filesWhileHeld
     } finally {
       r.released.countDown()
       if (r.committed.getCount == 0) assert(r.finished.await(Wait, TimeUnit.SECONDS), "the straggler did not end")
       current = null
+      spark.sparkContext.removeSparkListener(onFailure)
     }
   }
 

@@ -99,7 +99,7 @@ class V1WriteSuite extends AnyFunSuite with SparkTestSession {
     val before = filesUnder(Paths.get(path))
     // Task 0 (rows 0-9) is authorized to commit, commits, and is held before it reports; task 1 (rows 10-19) fails
     // once task 0 is held there, so Spark fails the job before it hears of task 0, and drops task 0's late report.
-    val whileHeld = Straggler.run(held = 0, failing = 19, () => filesUnder(Paths.get(path)))(intercept[SparkException](
+    val whileHeld = Straggler.run(spark, held = 0, failing = 19, () => filesUnder(Paths.get(path)))(intercept[SparkException](
       spark.range(0, 20, 1, 2).select(Straggler.column(spark, $"id").as("id"), ($"id" % 3).cast("string").as("p"),
         ($"id" * 1.5).as("v")).write.format("strata").mode("append").save(path)))
     assert((whileHeld -- before).exists(_.endsWith(".parquet")), "the straggler had committed no file")

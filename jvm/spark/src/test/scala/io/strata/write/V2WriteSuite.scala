@@ -88,7 +88,7 @@ class V2WriteSuite extends AnyFunSuite with SparkTestSession {
     val dir = java.nio.file.Paths.get(new java.net.URI(location(t)).getPath)
     val before = filesUnder(dir)
     // As in V1WriteSuite: task 0 commits and is held before it reports, task 1 fails once it is (Straggler).
-    val whileHeld = Straggler.run(held = 0, failing = 19, () => filesUnder(dir))(intercept[Exception](
+    val whileHeld = Straggler.run(spark, held = 0, failing = 19, () => filesUnder(dir))(intercept[Exception](
       spark.range(0, 20, 1, 2).select(Straggler.column(spark, $"id").as("id")).writeTo(t).append()))
     assert((whileHeld -- before).exists(_.endsWith(".parquet")), "the straggler had committed no file")
     assert(log(t).snapshot().version == 1)
