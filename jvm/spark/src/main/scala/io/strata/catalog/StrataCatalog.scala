@@ -2,7 +2,7 @@ package io.strata.catalog
 
 import java.util
 
-import io.strata.log.{TableLog, VacuumedFiles}
+import io.strata.log.{InvalidTableOperationException, TableLog, VacuumedFiles}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.analysis.{NamespaceAlreadyExistsException, NoSuchNamespaceException,
@@ -97,7 +97,8 @@ class StrataCatalog extends StagingTableCatalog with SupportsNamespaces with Pro
       throw new NoSuchNamespaceException(ident.namespace())
     }
     props(properties).get(TableCatalog.PROP_PROVIDER).filterNot(_.equalsIgnoreCase("strata")).foreach { p =>
-      throw new IllegalArgumentException(s"The $catalogName catalog only holds Strata tables; USING $p is not possible here.")
+      throw InvalidTableOperationException("STRATA_UNSUPPORTED_PROVIDER",
+        Map("catalog" -> catalogName, "provider" -> p))
     }
     TableCreation.create(log, columns, partitions, props(properties))
     loadTable(ident)
@@ -207,5 +208,6 @@ class StrataCatalog extends StagingTableCatalog with SupportsNamespaces with Pro
 object StrataCatalog {
   /** The version of `VERSION AS OF`: a whole number (Spark passes it as a string). */
   private[catalog] def version(version: String): Long = version.trim.toLongOption.getOrElse(
-    throw new IllegalArgumentException(s"VERSION AS OF needs a whole version number, not '$version'."))
+    throw InvalidTableOperationException("STRATA_INVALID_OPTION_VALUE", Map("setting" -> "VERSION AS OF",
+      "value" -> version, "allowed" -> "a whole version number, such as VERSION AS OF 3")))
 }

@@ -30,8 +30,8 @@ object TableCreation {
 
   /** For REPLACE / CREATE OR REPLACE: Spark 4.1.1 drops the constraints from `info` ([[RunningDdl]]). */
   def replacePropertiesOf(info: TableInfo, ident: Identifier, table: String): java.util.Map[String, String] = {
-    val given = Option(info.constraints()).getOrElse(Array.empty[Constraint]).toSeq
-    val constraints = if (given.nonEmpty) given else RunningDdl.replaceConstraints(ident)
+    val declared = Option(info.constraints()).getOrElse(Array.empty[Constraint]).toSeq
+    val constraints = if (declared.nonEmpty) declared else RunningDdl.replaceConstraints(ident)
     constraints.foldLeft(info.properties().asScala.toMap)((props, c) => withConstraint(props, c, table)).asJava
   }
 
@@ -52,8 +52,9 @@ object TableCreation {
       Option(c.comment()).fold(f)(f.withComment)
     })
     val partCols = TableSchema.resolvePartitionColumns(schema, partitions.toSeq.map { t =>
-      if (t.name() != "identity") throw new IllegalArgumentException(
-        s"Partition transform ${t.describe()} is not supported: Strata partitions by plain columns.")
+      if (t.name() != "identity") throw InvalidTableOperationException("STRATA_INVALID_PARTITIONING",
+        s"Partition transform ${t.describe()} is not supported: Strata partitions by plain columns " +
+          "(PARTITIONED BY (col, ...)).")
       t.references().head.fieldNames().mkString(".")
     })
     TableDefinition(schema, partCols, TableProperties.validate(

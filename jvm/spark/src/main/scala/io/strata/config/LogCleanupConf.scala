@@ -1,5 +1,6 @@
 package io.strata.config
 
+import io.strata.log.InvalidTableOperationException
 import org.apache.spark.sql.SparkSession
 
 /** Session settings of `cleanup_log` (the `spark.strata.*` namespace of the other session confs). */
@@ -15,8 +16,8 @@ object LogCleanupConf {
     case Some(v) => v.trim.toLowerCase match {
       case "true" => true
       case "false" => false
-      case _ => throw new IllegalArgumentException(s"Session conf $RetentionCheckKey has invalid value '$v': it must " +
-        "be true or false.")
+      case _ => throw InvalidTableOperationException("STRATA_INVALID_CONF_VALUE", Map(
+        "setting" -> s"Session conf $RetentionCheckKey", "value" -> v, "allowed" -> "true or false"))
     }
   }
 }

@@ -1,5 +1,6 @@
 package io.strata.procedures
 
+import io.strata.log.InvalidTableOperationException
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.{Identifier, Table, TableCatalog}
 import org.apache.spark.sql.strata.SparkInternals
@@ -10,8 +11,8 @@ object CatalogLookup {
   def nameParts(spark: SparkSession, name: String): Seq[String] =
     try SparkInternals.parseMultipartIdentifier(spark, name)
     catch {
-      case e: Exception => throw new IllegalArgumentException(
-        s"'$name' is not a table name or a path: ${e.getMessage.linesIterator.next()}")
+      case e: Exception => throw InvalidTableOperationException("STRATA_INVALID_TABLE_NAME", Map("name" -> name,
+        "reason" -> e.getMessage.linesIterator.next()))
     }
 
   /** Loads `parts` (catalog.namespace.table, namespace.table or table) the way the analyzer would. */
@@ -23,7 +24,8 @@ object CatalogLookup {
       else (manager.currentCatalog.name(), parts)
     val catalog = manager.catalog(catalogName) match {
       case t: TableCatalog => t
-      case other => throw new IllegalArgumentException(s"Catalog $catalogName (${other.getClass.getName}) has no tables.")
+      case other => throw InvalidTableOperationException("STRATA_INVALID_TABLE_NAME", Map("name" -> parts.mkString("."),
+        "reason" -> s"catalog $catalogName (${other.getClass.getName}) has no tables"))
     }
     val namespace = if (rest.size > 1) rest.init.toArray else manager.currentNamespace
     (catalogName, catalog.loadTable(Identifier.of(namespace, rest.last)))

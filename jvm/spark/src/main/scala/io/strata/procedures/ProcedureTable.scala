@@ -1,6 +1,6 @@
 package io.strata.procedures
 
-import io.strata.log.{TableLog, TableNotFoundException}
+import io.strata.log.{InvalidTableOperationException, TableLog, TableNotFoundException}
 import io.strata.read.SnapshotRead
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
@@ -46,8 +46,8 @@ object ProcedureTable {
         val provider = Option(props.get(TableCatalog.PROP_PROVIDER)).map(_.toLowerCase)
         val location = Option(props.get(TableCatalog.PROP_LOCATION))
         if (!provider.exists(p => p == "strata" || p == "delta") || location.isEmpty) {
-          throw new IllegalArgumentException(s"$display is not a Strata or Delta table (provider " +
-            s"${provider.getOrElse("unknown")}); procedures work on tables in the Delta log format, named or by path.")
+          throw InvalidTableOperationException("STRATA_NOT_A_DELTA_TABLE", Map("table" -> display,
+            "provider" -> provider.getOrElse("unknown")))
         }
         ofPath(spark, location.get).copy(name = display)
     }

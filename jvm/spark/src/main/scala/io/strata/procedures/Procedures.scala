@@ -1,5 +1,6 @@
 package io.strata.procedures
 
+import io.strata.log.InvalidTableOperationException
 import org.apache.spark.sql.connector.catalog.Identifier
 
 /** The procedures of namespace `system` in a strata catalog (`CALL strata.system.<name>(...)`). */
@@ -15,9 +16,9 @@ object Procedures {
 
   def load(ident: Identifier): StrataProcedure = {
     val inSystem = ident.namespace().length == 1 && ident.namespace()(0).equalsIgnoreCase(Namespace)
-    all.get(ident.name().toLowerCase).filter(_ => inSystem).getOrElse(throw new IllegalArgumentException(
-      s"No procedure ${(ident.namespace() :+ ident.name()).mkString(".")}: Strata's procedures are " +
-        names.map(n => s"$Namespace.$n").mkString(", ") + "."))
+    all.get(ident.name().toLowerCase).filter(_ => inSystem).getOrElse(throw InvalidTableOperationException(
+      "STRATA_PROCEDURE_NOT_FOUND", Map("procedure" -> (ident.namespace() :+ ident.name()).mkString("."),
+        "known" -> names.map(n => s"$Namespace.$n").mkString(", "))))
   }
 
   def list(namespace: Array[String]): Array[Identifier] =

@@ -40,7 +40,8 @@ object RestoreProcedure extends StrataProcedure {
     val log = table.log
     // A TIMESTAMP argument arrives as microseconds since the epoch (strings are cast in the session time zone).
     val (version, micros) = (args.long("version"), args.long("timestamp"))
-    if (version.isDefined == micros.isDefined) throw new IllegalArgumentException(s"CALL $name: " +
+    if (version.isDefined == micros.isDefined) throw InvalidTableOperationException(
+      "STRATA_CONFLICTING_OPTIONS", s"CALL $name: " +
       (if (version.isDefined) "arguments version and timestamp are both given" else "neither version nor timestamp " +
         "is given") + "; expected exactly one, e.g. version => 3 or timestamp => '2026-01-31 12:00:00'.")
     version.filter(_ < 0).foreach(v => throw args.invalid("version", s"is $v", "a version number >= 0"))

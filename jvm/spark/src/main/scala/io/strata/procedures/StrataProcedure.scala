@@ -1,5 +1,6 @@
 package io.strata.procedures
 
+import io.strata.log.InvalidTableOperationException
 import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.util.ArrayData
@@ -78,6 +79,7 @@ final class ProcedureArgs(procedure: String, params: Seq[ProcedureParameter], ro
   def requiredString(name: String): String = string(name).getOrElse(throw invalid(name, "is NULL", "a value"))
 
   /** The error for a bad argument: what is wrong and what would be right. */
-  def invalid(name: String, what: String, expected: String): IllegalArgumentException =
-    new IllegalArgumentException(s"CALL $procedure: argument $name $what; expected $expected.")
+  def invalid(name: String, what: String, expected: String): InvalidTableOperationException =
+    InvalidTableOperationException("STRATA_INVALID_PROCEDURE_ARGUMENT", Map("procedure" -> procedure,
+      "argument" -> name, "problem" -> what, "expected" -> expected))
 }

@@ -1,6 +1,5 @@
 package io.strata.procedures
 
-import java.nio.file.Files
 
 import io.strata.dml.DmlTestSupport
 import io.strata.log._
@@ -78,7 +77,7 @@ class LogMaintenanceSuite extends AnyFunSuite with DmlTestSupport {
     spark.sql(s"INSERT INTO $t VALUES (3)")
     age(t, 0 to 2, 3 * 3600 * 1000L)
     val short = intercept[Exception](cleanup(t, ", retention_hours => 1"))
-    val msg = causeOf[IllegalArgumentException](short).getMessage
+    val msg = causeOf[InvalidTableOperationException](short).getMessage
     assert(msg.contains("argument retention_hours is 1.0") && msg.contains("720.0 hours") &&
       msg.contains(s"spark.strata.logCleanup.retentionCheck.enabled=false"), msg)
     val negative = intercept[Exception](cleanup(t, ", retention_hours => -2"))

@@ -54,6 +54,28 @@ class ProcedureCallSuite extends AnyFunSuite with DmlTestSupport {
     assert(causes(plain).exists(_.getMessage.contains("is not a Strata or Delta table")), plain)
   }
 
+  test("bad input reaches the caller with a condition and SQLSTATE (no bare IllegalArgumentException)") {
+    val t = freshTable("proc", "(id INT) USING strata")
+    def condition(e: Throwable): Option[(String, String)] = causes(e).collectFirst {
+      case s: org.apache.spark.SparkThrowable if Option(s.getCondition).exists(_.startsWith("STRATA_")) =>
+        s.getCondition -> s.getSqlState
+    }
+    def refused(sql: String): Option[(String, String)] = condition(intercept[Exception](spark.sql(sql).collect()))
+    assert(refused(s"CALL strata.system.history('$t', 0)") == Some("STRATA_INVALID_PROCEDURE_ARGUMENT" -> "22023"))
+    assert(refused(s"CALL strata.system.compactify('$t')") == Some("STRATA_PROCEDURE_NOT_FOUND" -> "42883"))
+    assert(refused(s"CALL strata.system.restore('$t')") == Some("STRATA_CONFLICTING_OPTIONS" -> "42613"))
+    assert(refused("CALL strata.system.history('a..b')") == Some("STRATA_INVALID_TABLE_NAME" -> "42602"))
+    spark.sql("CREATE DATABASE IF NOT EXISTS procdb")
+    spark.sql("CREATE TABLE IF NOT EXISTS procdb.plain_pq (id INT) USING parquet")
+    assert(refused("CALL strata.system.detail('spark_catalog.procdb.plain_pq')") ==
+      Some("STRATA_NOT_A_DELTA_TABLE" -> "42809"))
+    assert(refused(s"SELECT * FROM $t VERSION AS OF 'x'") == Some("STRATA_INVALID_OPTION_VALUE" -> "42616"))
+    assert(refused("CREATE TABLE strata.proc.pq (id INT) USING parquet") ==
+      Some("STRATA_UNSUPPORTED_PROVIDER" -> "0A000"))
+    assert(refused("CREATE TABLE strata.proc.bk (id INT) USING strata PARTITIONED BY (bucket(4, id))") ==
+      Some("STRATA_INVALID_PARTITIONING" -> "42000"))
+  }
+
   test("SHOW PROCEDURES lists the system procedures") {
     val names = spark.sql("SHOW PROCEDURES IN strata.system").collect().map(_.getAs[String]("procedure_name")).toSet
     assert(Set("history", "detail").subsetOf(names), names)
