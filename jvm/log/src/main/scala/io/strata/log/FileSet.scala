@@ -13,16 +13,18 @@ import org.apache.hadoop.fs.Path
 private[log] final class FileSet private (
     val tablePath: Path,
     base: FileColumns,
-    baseIndex: FileSet.KeyIndex,
+    baseIndex: KeyIndex,
+    baseGroups: RowGroups,
     tail: FileColumns,
-    tailIndex: FileSet.KeyIndex,
-    removed: java.util.BitSet) {
+    tailIndex: KeyIndex,
+    removed: java.util.BitSet,
+    totals: LiveTotals) {
   private def b = base.length
 
   /** Entries in the set. */
-  val size: Int = b + tail.length - removed.cardinality()
+  def size: Int = totals.count
 
-  /** Positions of the live rows, in order (base rows first); built once, 4 bytes a file. */
+  /** Positions of the live rows, in order (base rows first); built once, when read by index, 4 bytes a file. */
   private lazy val live: Array[Int] = {
     val out = new Array[Int](size)
     var i = removed.nextClearBit(0); var n = 0
@@ -33,41 +35,41 @@ private[log] final class FileSet private (
   private def columns(pos: Int): FileColumns = if (pos < b) base else tail
   private def row(pos: Int): Int = if (pos < b) pos else pos - b
 
-  def addFiles: IndexedSeq[AddFile] = new FileSet.View(live.length, i => { val p = live(i); columns(p).addFile(row(p)) })
+  def addFiles: IndexedSeq[AddFile] = new FileSet.View(size, i => { val p = live(i); columns(p).addFile(row(p)) })
   def removeFiles: IndexedSeq[RemoveFile] =
-    new FileSet.View(live.length, i => { val p = live(i); columns(p).removeFile(row(p)) })
+    new FileSet.View(size, i => { val p = live(i); columns(p).removeFile(row(p)) })
 
   /**
-   * The live entries grouped by their partition values (one group per distinct map, in order of first use), each
-   * group's actions built only when read: a plan that keeps 1 partition of 1,000 builds 1/1,000 of the files.
+   * The live entries grouped by their partition values (one group per distinct map, in the order the table first
+   * used them), each group's positions found and its actions built only when read: a plan that keeps 1 partition of
+   * 1,000 builds 1/1,000 of the files. Listing the groups visits no file ([[LiveTotals]] counts them).
    */
   def byPartition: Seq[(Map[String, Option[String]], IndexedSeq[AddFile])] = {
     val dict = base.partitionDictionary
-    groups.map { case (code, ps) => dict.values(code) -> new FileSet.View(ps.length, i => { val p = ps(i); columns(p).addFile(row(p)) }) }
+    (0 until totals.codeLimit).filter(totals.countOf(_) > 0).map { code =>
+      lazy val ps = positionsOf(code)
+      dict.values(code) -> (new FileSet.View(totals.countOf(code), i => { val p = ps(i); columns(p).addFile(row(p)) }))
+    }
   }
 
-  /** Live positions by partition code (4 bytes a file), built once. */
-  private lazy val groups: Seq[(Int, Array[Int])] = {
-    val counts = new java.util.HashMap[Integer, Integer]()
-    val order = scala.collection.mutable.ArrayBuffer.empty[Int]
-    live.foreach { p =>
-      val c = columns(p).partitionCode(row(p))
-      val n = counts.get(c)
-      if (n == null) { counts.put(c, 1); order += c } else counts.put(c, n + 1)
-    }
-    val byCode = order.map(c => c -> new Array[Int](counts.get(c))).toMap
-    val filled = new java.util.HashMap[Integer, Integer]()
-    live.foreach { p =>
-      val c = columns(p).partitionCode(row(p))
-      val i = Option(filled.get(c)).fold(0)(_.intValue)
-      byCode(c)(i) = p
-      filled.put(c, i + 1)
-    }
-    order.toSeq.map(c => c -> byCode(c))
+  /** The tail's rows by partition code, for this set only (its tail is its own). */
+  private lazy val tailGroups = new RowGroups(tail)
+
+  /** Live positions of partition code `code`, in order. */
+  private def positionsOf(code: Int): Array[Int] = {
+    val out = new Array[Int](totals.countOf(code))
+    var n = 0
+    baseGroups.foreachRow(code)(r => if (!removed.get(r)) { out(n) = r; n += 1 })
+    tailGroups.foreachRow(code)(r => if (!removed.get(b + r)) { out(n) = b + r; n += 1 })
+    if (n != out.length) throw new IllegalStateException(s"Partition $code: counted ${out.length} files, found $n.")
+    out
   }
 
-  lazy val sizeInBytes: Long = live.iterator.map(p => columns(p).size(row(p))).sum
-  lazy val hasDeletionVectors: Boolean = live.exists(p => columns(p).deletionVector(row(p)) != null)
+  /** Rows in the tail (tests: a compaction empties it). */
+  private[log] def tailLength: Int = tail.length
+
+  def sizeInBytes: Long = totals.bytes
+  def hasDeletionVectors: Boolean = totals.withDeletionVectors > 0
 
   /** Heap bytes of this set's columns and indexes (the base's are shared with other snapshots). */
   def heapBytes: Long = base.heapBytes + tail.heapBytes + baseIndex.heapBytes + tailIndex.heapBytes + removed.size / 8
@@ -78,15 +80,17 @@ private[log] final class FileSet private (
   def update(): FileSet.Builder = {
     val newTail = new FileColumns(math.max(16, tail.length * 2), base.partitionDictionary)
     (0 until tail.length).foreach(i => newTail.copyRow(tail, i))
-    new FileSet.Builder(tablePath, base, baseIndex, newTail, tailIndex.copy(), removed.clone().asInstanceOf[java.util.BitSet])
+    new FileSet.Builder(tablePath, base, baseIndex, baseGroups, newTail, tailIndex.copy(),
+      removed.clone().asInstanceOf[java.util.BitSet], totals.copy())
   }
 }
 
 private[log] object FileSet {
   def newBuilder(tablePath: Path, expected: Int = 16): Builder = {
     val dict = new FileColumns.PartitionDictionary
-    new Builder(tablePath, new FileColumns(0, dict), new KeyIndex(0), new FileColumns(expected, dict),
-      new KeyIndex(expected), new java.util.BitSet())
+    val empty = new FileColumns(0, dict)
+    new Builder(tablePath, empty, new KeyIndex(0), new RowGroups(empty), new FileColumns(expected, dict),
+      new KeyIndex(expected), new java.util.BitSet(), new LiveTotals())
   }
 
   private final class View[A](n: Int, at: Int => A) extends IndexedSeq[A] {
@@ -117,9 +121,11 @@ private[log] object FileSet {
       tablePath: Path,
       base: FileColumns,
       baseIndex: KeyIndex,
+      baseGroups: RowGroups,
       tail: FileColumns,
       tailIndex: KeyIndex,
-      removed: java.util.BitSet) {
+      removed: java.util.BitSet,
+      totals: LiveTotals) {
     private def b = base.length
     private def keyOf(cols: FileColumns, r: Int) = key(tablePath, cols.path(r), cols.dvId(r))
 
@@ -136,25 +142,27 @@ private[log] object FileSet {
       val p = find(k)
       if (p >= 0 && !removed.get(p)) {
         removed.set(p)
-        if (p >= b) tailIndex.remove(k, r => keyOf(tail, r) == k)
+        if (p >= b) { tailIndex.remove(k, r => keyOf(tail, r) == k); totals.removed(tail, p - b) }
+        else totals.removed(base, p)
       }
     }
 
     /** Adds (or replaces) the entry with key `k`. */
-    def put(f: AddFile, k: String): Unit = { remove(k); tailIndex.put(k, tail.add(f)) }
-    def put(r: RemoveFile, k: String): Unit = { remove(k); tailIndex.put(k, tail.add(r)) }
+    def put(f: AddFile, k: String): Unit = { remove(k); added(k, tail.add(f)) }
+    def put(r: RemoveFile, k: String): Unit = { remove(k); added(k, tail.add(r)) }
+    private def added(k: String, r: Int): Unit = { tailIndex.put(k, r); totals.added(tail, r) }
 
     def result(): FileSet = {
-      val removedCount = removed.cardinality()
-      if (b == 0) new FileSet(tablePath, tail, tailIndex, new FileColumns(0, tail.partitionDictionary), new KeyIndex(0),
-        removed) // a first build: the tail becomes the base as it is (row positions do not move)
+      val removedCount = b + tail.length - totals.count
+      if (b == 0) new FileSet(tablePath, tail, tailIndex, new RowGroups(tail), new FileColumns(0, tail.partitionDictionary),
+        new KeyIndex(0), removed, totals.copy()) // a first build: the tail becomes the base as it is (rows stay put)
       else if (tail.length > math.max(1024, b / 4) || removedCount > math.max(1024, b / 2)) compacted()
-      else new FileSet(tablePath, base, baseIndex, tail, tailIndex, removed)
+      else new FileSet(tablePath, base, baseIndex, baseGroups, tail, tailIndex, removed, totals.copy())
     }
 
     /** One new base of the live rows: removed rows and the tail's separate index are gone. */
     private def compacted(): FileSet = {
-      val liveCount = b + tail.length - removed.cardinality()
+      val liveCount = totals.count
       val cols = new FileColumns(liveCount, base.partitionDictionary)
       val index = new KeyIndex(liveCount)
       var p = removed.nextClearBit(0)
@@ -163,73 +171,8 @@ private[log] object FileSet {
         index.put(keyOf(cols, r), r)
         p = removed.nextClearBit(p + 1)
       }
-      new FileSet(tablePath, cols, index, new FileColumns(0, base.partitionDictionary), new KeyIndex(0),
-        new java.util.BitSet())
-    }
-  }
-
-  /**
-   * Key → row, open addressing on the key's hash: 8 bytes a slot, two slots a row (a `HashMap[String, Int]` costs
-   * about 80 bytes an entry). Keys are not stored: a candidate row is confirmed by recomputing its key (`matches`).
-   */
-  private[log] final class KeyIndex(expected: Int) {
-    private var slots = new Array[Int](capacityFor(expected)) // row + 1; 0 = empty; -1 = deleted
-    private var hashes = new Array[Int](slots.length)
-    private var used = 0
-
-    private def capacityFor(n: Int): Int = Integer.highestOneBit(math.max(8, n * 2 + 1)) * 2
-
-    def heapBytes: Long = slots.length * 8L
-
-    def copy(): KeyIndex = {
-      val c = new KeyIndex(0)
-      c.slots = slots.clone(); c.hashes = hashes.clone(); c.used = used
-      c
-    }
-
-    private def mix(h: Int): Int = { val x = h * 0x9E3779B9; x ^ (x >>> 16) }
-
-    def find(k: String, matches: Int => Boolean): Int = {
-      val h = mix(k.hashCode); val mask = slots.length - 1
-      var i = h & mask
-      while (slots(i) != 0) {
-        if (slots(i) > 0 && hashes(i) == h && matches(slots(i) - 1)) return slots(i) - 1
-        i = (i + 1) & mask
-      }
-      -1
-    }
-
-    def put(k: String, row: Int): Unit = {
-      if ((used + 1) * 2 > slots.length) rehash(slots.length * 2)
-      val h = mix(k.hashCode); val mask = slots.length - 1
-      var i = h & mask
-      while (slots(i) > 0) i = (i + 1) & mask
-      if (slots(i) == 0) used += 1
-      slots(i) = row + 1; hashes(i) = h
-    }
-
-    def remove(k: String, matches: Int => Boolean): Unit = {
-      val h = mix(k.hashCode); val mask = slots.length - 1
-      var i = h & mask
-      while (slots(i) != 0) {
-        if (slots(i) > 0 && hashes(i) == h && matches(slots(i) - 1)) { slots(i) = -1; return }
-        i = (i + 1) & mask
-      }
-    }
-
-    private def rehash(n: Int): Unit = {
-      val (oldSlots, oldHashes) = (slots, hashes)
-      slots = new Array[Int](n); hashes = new Array[Int](n); used = 0
-      val mask = n - 1
-      var j = 0
-      while (j < oldSlots.length) {
-        if (oldSlots(j) > 0) {
-          var i = oldHashes(j) & mask
-          while (slots(i) != 0) i = (i + 1) & mask
-          slots(i) = oldSlots(j); hashes(i) = oldHashes(j); used += 1
-        }
-        j += 1
-      }
+      new FileSet(tablePath, cols, index, new RowGroups(cols), new FileColumns(0, base.partitionDictionary),
+        new KeyIndex(0), new java.util.BitSet(), totals.copy())
     }
   }
 }
