@@ -3,6 +3,7 @@ package io.strata.log
 /**
  * Key → row, open addressing on the key's hash: 8 bytes a slot, two slots a row (a `HashMap[String, Int]` costs
  * about 80 bytes an entry). Keys are not stored: a candidate row is confirmed by recomputing its key (`matches`).
+ * Only added to: a removed row stays, and `matches` passes over it.
  */
 private[log] final class KeyIndex(expected: Int) {
   private var slots = new Array[Int](capacityFor(expected)) // row + 1; 0 = empty; -1 = deleted
@@ -12,12 +13,6 @@ private[log] final class KeyIndex(expected: Int) {
   private def capacityFor(n: Int): Int = Integer.highestOneBit(math.max(8, n * 2 + 1)) * 2
 
   def heapBytes: Long = slots.length * 8L
-
-  def copy(): KeyIndex = {
-    val c = new KeyIndex(0)
-    c.slots = slots.clone(); c.hashes = hashes.clone(); c.used = used
-    c
-  }
 
   private def mix(h: Int): Int = { val x = h * 0x9E3779B9; x ^ (x >>> 16) }
 
@@ -31,22 +26,24 @@ private[log] final class KeyIndex(expected: Int) {
     -1
   }
 
-  def put(k: String, row: Int): Unit = {
+  def put(k: String, row: Int): Unit = putHashed(mix(k.hashCode), row)
+
+  /** Adds every entry of `other` with its row moved by `offset` (runs merged into one: no key is computed again). */
+  def putAll(other: KeyIndex, offset: Int): Unit = {
+    var j = 0
+    while (j < other.slots.length) {
+      if (other.slots(j) > 0) putHashed(other.hashes(j), other.slots(j) - 1 + offset)
+      j += 1
+    }
+  }
+
+  private def putHashed(h: Int, row: Int): Unit = {
     if ((used + 1) * 2 > slots.length) rehash(slots.length * 2)
-    val h = mix(k.hashCode); val mask = slots.length - 1
+    val mask = slots.length - 1
     var i = h & mask
     while (slots(i) > 0) i = (i + 1) & mask
     if (slots(i) == 0) used += 1
     slots(i) = row + 1; hashes(i) = h
-  }
-
-  def remove(k: String, matches: Int => Boolean): Unit = {
-    val h = mix(k.hashCode); val mask = slots.length - 1
-    var i = h & mask
-    while (slots(i) != 0) {
-      if (slots(i) > 0 && hashes(i) == h && matches(slots(i) - 1)) { slots(i) = -1; return }
-      i = (i + 1) & mask
-    }
   }
 
   private def rehash(n: Int): Unit = {

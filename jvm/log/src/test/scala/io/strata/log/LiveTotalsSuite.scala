@@ -9,7 +9,7 @@ import scala.util.Random
  * What a snapshot knows without visiting its files (count, bytes, deletion vectors, files by partition) is kept
  * commit by commit ([[LiveTotals]], [[RowGroups]]); after every commit it must equal what a fresh replay of the whole
  * log from version 0 computes, through adds, removes, re-adds of a removed path, deletion vectors put on and taken
- * off, files moving between partitions and compactions of the tail into a new base.
+ * off, runs of new entries merged, and compactions into a new base.
  */
 class LiveTotalsSuite extends AnyFunSuite {
   private val table = new Path("file:/data/t")
@@ -39,7 +39,7 @@ class LiveTotalsSuite extends AnyFunSuite {
     var live = first.map(f => f.path -> f).toMap
     var gone = Map.empty[String, AddFile]
     var next = 1500
-    var compactions = 0
+    var (merges, compactions) = (0, 0)
     (1 to 40).foreach { v =>
       val touched = scala.collection.mutable.Set.empty[String]
       def pick(m: Map[String, AddFile]) = m.values.filterNot(f => touched(f.path)).toIndexedSeq match {
@@ -48,7 +48,10 @@ class LiveTotalsSuite extends AnyFunSuite {
       }
       // Every 10th commit is big (a tail past its limit is compacted into a new base); the others small.
       val n = if (v % 10 == 0) 2600 else rnd.nextInt(30)
-      val actions = (0 until n).flatMap { _ =>
+      // Commit 35 removes most files: removed rows outnumber the live ones, and the set is compacted.
+      val purge = if (v != 35) Nil else live.values.toSeq.sortBy(_.path).take(live.size * 3 / 4).map { f =>
+        touched += f.path; live -= f.path; gone += f.path -> f; f.remove(v.toLong) }
+      val actions = purge ++ (0 until n).flatMap { _ =>
         rnd.nextInt(6) match {
           case 0 | 1 => next += 1; val f = addOf(next, rnd.nextInt(20)); touched += f.path; live += f.path -> f; Seq(f)
           case 2 => pick(live).toSeq.flatMap { f => touched += f.path; live -= f.path; gone += f.path -> f
@@ -66,9 +69,10 @@ class LiveTotalsSuite extends AnyFunSuite {
       commits += actions
       val replay = Snapshot.Replay.from(snap)
       actions.foreach(replay.apply)
-      val before = snap.fileSet.tailLength
+      val (tailBefore, removedBefore) = (snap.fileSet.tailLength, snap.fileSet.removedRows)
       snap = replay.result(v.toLong, seg.copy(version = v.toLong))
-      if (snap.fileSet.tailLength < before + actions.count(_.isInstanceOf[AddFile])) compactions += 1
+      if (snap.fileSet.removedRows < removedBefore) compactions += 1
+      else if (snap.fileSet.tailLength < tailBefore + actions.count(_.isInstanceOf[AddFile])) merges += 1
       val expected = fresh(commits.toSeq, v.toLong)
       assert(facts(snap) == facts(expected), s"version $v")
       assert(snap.numFiles == live.size && snap.sizeInBytes == live.values.map(_.size).sum, s"version $v")
@@ -76,7 +80,7 @@ class LiveTotalsSuite extends AnyFunSuite {
       // Tombstones keep their own totals the same way.
       assert(snap.tombstones.size == expected.tombstones.size && snap.tombstones.toSet == expected.tombstones.toSet)
     }
-    assert(compactions >= 3, "the test must cross compactions of the tail")
+    assert(merges >= 3 && compactions >= 1, s"the test must cross merges ($merges) and compactions ($compactions)")
   }
 
   test("deletion vectors: the snapshot knows it has some exactly while a live file carries one") {
