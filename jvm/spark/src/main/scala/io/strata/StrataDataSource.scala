@@ -70,7 +70,8 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
         if (!exists) ForeignFiles.refuse(log)
         V1TableWriter.write(log, data, writeMode(mode, conf), conf, existing, AutoCompaction.Hook)
     }
-    SnapshotReader.relation(sqlContext.sparkSession, log.snapshot()) // the cache has it: no replay
+    // The cache has the snapshot (no replay); Spark does not scan what a save returns (nothing is built for it).
+    SnapshotReader.writtenRelation(sqlContext.sparkSession, log.snapshot())
   }
 
   /** The table-level meaning of a save mode plus replaceWhere / partitionOverwriteMode (option > session conf). */

@@ -5,88 +5,101 @@ import org.apache.hadoop.fs.Path
 
 /**
  * The file actions of one snapshot (its live files, or its tombstones), keyed as log replay keys them (path and
- * deletion vector id, PROTOCOL.md "Action Reconciliation"). Held as a large `base` shared by every snapshot replayed
- * from it, a small `tail` of entries added since, and a bit per row of either that a later action removed. Replaying
- * one more commit therefore copies the tail and the bits (an eighth of a byte per file), never the base; when the
- * tail outgrows a quarter of the base, the two are compacted into a new base.
+ * deletion vector id, PROTOCOL.md "Action Reconciliation"). Held as runs of rows that never change once built,
+ * shared by every snapshot replayed from the one that built them: a large base, then smaller runs of the entries
+ * added since, each commit's in a run of its own, and a bit per row that a later action removed ([[RemovedBits]]).
+ * What the set knows without visiting its files (count, bytes, files per partition) is kept as entries come and go
+ * ([[LiveTotals]]). Replaying one more commit therefore costs what the commit holds: it copies no file of the base
+ * or of the runs. Runs merge when the newest grows to half the one before it (each row is copied a logarithmic
+ * number of times); when removed rows outnumber half the live ones, everything is compacted into one new base.
  */
 private[log] final class FileSet private (
     val tablePath: Path,
-    base: FileColumns,
-    baseIndex: FileSet.KeyIndex,
-    tail: FileColumns,
-    tailIndex: FileSet.KeyIndex,
-    removed: java.util.BitSet) {
-  private def b = base.length
+    runs: Vector[FileSet.Run],
+    removed: RemovedBits,
+    totals: LiveTotals) {
+  private val rows = runs.last.end
+  private val starts = runs.map(_.start).toArray
 
   /** Entries in the set. */
-  val size: Int = b + tail.length - removed.cardinality()
+  def size: Int = totals.count
 
-  /** Positions of the live rows, in order (base rows first); built once, 4 bytes a file. */
+  /** Positions of the live rows, in order; built once, when first read by index, 4 bytes a file. */
   private lazy val live: Array[Int] = {
     val out = new Array[Int](size)
     var i = removed.nextClearBit(0); var n = 0
-    while (i < b + tail.length) { out(n) = i; n += 1; i = removed.nextClearBit(i + 1) }
+    while (i < rows) { out(n) = i; n += 1; i = removed.nextClearBit(i + 1) }
     out
   }
 
-  private def columns(pos: Int): FileColumns = if (pos < b) base else tail
-  private def row(pos: Int): Int = if (pos < b) pos else pos - b
+  private def run(pos: Int): FileSet.Run = runs(FileSet.runOf(starts, pos))
+  private def add(pos: Int): AddFile = { val r = run(pos); r.cols.addFile(pos - r.start) }
+  private def rm(pos: Int): RemoveFile = { val r = run(pos); r.cols.removeFile(pos - r.start) }
 
-  def addFiles: IndexedSeq[AddFile] = new FileSet.View(live.length, i => { val p = live(i); columns(p).addFile(row(p)) })
-  def removeFiles: IndexedSeq[RemoveFile] =
-    new FileSet.View(live.length, i => { val p = live(i); columns(p).removeFile(row(p)) })
+  def addFiles: IndexedSeq[AddFile] = new FileSet.View(size, i => add(live(i)))
+  def removeFiles: IndexedSeq[RemoveFile] = new FileSet.View(size, i => rm(live(i)))
 
   /**
-   * The live entries grouped by their partition values (one group per distinct map, in order of first use), each
-   * group's actions built only when read: a plan that keeps 1 partition of 1,000 builds 1/1,000 of the files.
+   * The live entries grouped by their partition values (one group per distinct map, in the order the table first
+   * used them), each group's rows found and its actions built only when read: a plan that keeps 1 partition of 1,000
+   * builds 1/1,000 of the files. Listing the groups visits no file ([[LiveTotals]] counts them).
    */
   def byPartition: Seq[(Map[String, Option[String]], IndexedSeq[AddFile])] = {
-    val dict = base.partitionDictionary
-    groups.map { case (code, ps) => dict.values(code) -> new FileSet.View(ps.length, i => { val p = ps(i); columns(p).addFile(row(p)) }) }
+    val dict = runs.head.cols.partitionDictionary
+    (0 until totals.codeLimit).filter(totals.countOf(_) > 0).map { code =>
+      lazy val ps = positionsOf(code)
+      dict.values(code) -> (new FileSet.View(totals.countOf(code), i => add(ps(i))))
+    }
   }
 
-  /** Live positions by partition code (4 bytes a file), built once. */
-  private lazy val groups: Seq[(Int, Array[Int])] = {
-    val counts = new java.util.HashMap[Integer, Integer]()
-    val order = scala.collection.mutable.ArrayBuffer.empty[Int]
-    live.foreach { p =>
-      val c = columns(p).partitionCode(row(p))
-      val n = counts.get(c)
-      if (n == null) { counts.put(c, 1); order += c } else counts.put(c, n + 1)
-    }
-    val byCode = order.map(c => c -> new Array[Int](counts.get(c))).toMap
-    val filled = new java.util.HashMap[Integer, Integer]()
-    live.foreach { p =>
-      val c = columns(p).partitionCode(row(p))
-      val i = Option(filled.get(c)).fold(0)(_.intValue)
-      byCode(c)(i) = p
-      filled.put(c, i + 1)
-    }
-    order.toSeq.map(c => c -> byCode(c))
+  /** Live positions of partition code `code`, in order. */
+  private def positionsOf(code: Int): Array[Int] = {
+    val out = new Array[Int](totals.countOf(code))
+    var n = 0
+    runs.foreach(r => r.groups.foreachRow(code) { row =>
+      if (!removed.get(r.start + row)) { out(n) = r.start + row; n += 1 }
+    })
+    if (n != out.length) throw new IllegalStateException(s"Partition $code: counted ${out.length} files, found $n.")
+    out
   }
 
-  lazy val sizeInBytes: Long = live.iterator.map(p => columns(p).size(row(p))).sum
-  lazy val hasDeletionVectors: Boolean = live.exists(p => columns(p).deletionVector(row(p)) != null)
+  def sizeInBytes: Long = totals.bytes
+  def hasDeletionVectors: Boolean = totals.withDeletionVectors > 0
 
-  /** Heap bytes of this set's columns and indexes (the base's are shared with other snapshots). */
-  def heapBytes: Long = base.heapBytes + tail.heapBytes + baseIndex.heapBytes + tailIndex.heapBytes + removed.size / 8
-  def heapBytesWithoutStats: Long =
-    base.heapBytesWithoutStats + tail.heapBytesWithoutStats + baseIndex.heapBytes + tailIndex.heapBytes + removed.size / 8
+  /** Rows in the runs after the base (tests: a compaction or a merge into the base empties them). */
+  private[log] def tailLength: Int = rows - runs.head.end
+  /** Rows removed but still held (tests: a compaction drops them). */
+  private[log] def removedRows: Int = rows - size
+
+  /** Heap bytes of this set's columns and indexes (most are shared with other snapshots). */
+  def heapBytes: Long = runs.map(r => r.cols.heapBytes + r.index.heapBytes).sum + removed.heapBytes
+  def heapBytesWithoutStats: Long = runs.map(r => r.cols.heapBytesWithoutStats + r.index.heapBytes).sum +
+    removed.heapBytes
 
   /** A builder that starts from this set and leaves it unchanged. */
-  def update(): FileSet.Builder = {
-    val newTail = new FileColumns(math.max(16, tail.length * 2), base.partitionDictionary)
-    (0 until tail.length).foreach(i => newTail.copyRow(tail, i))
-    new FileSet.Builder(tablePath, base, baseIndex, newTail, tailIndex.copy(), removed.clone().asInstanceOf[java.util.BitSet])
-  }
+  def update(): FileSet.Builder = new FileSet.Builder(tablePath, runs, removed.fork(), totals.copy())
 }
 
 private[log] object FileSet {
+  /** Rows `start` until `end` of a set's positions: columns and key index never changed once the run is built. */
+  private[log] final class Run(val cols: FileColumns, val index: KeyIndex, val start: Int) {
+    def end: Int = start + cols.length
+    lazy val groups: RowGroups = new RowGroups(cols)
+  }
+
+  /** The run holding position `pos` (binary search over the runs' starts; a set has a few dozen runs at most). */
+  private def runOf(starts: Array[Int], pos: Int): Int = {
+    val i = java.util.Arrays.binarySearch(starts, pos)
+    if (i >= 0) {
+      var j = i // empty runs share a start: take the last of them
+      while (j + 1 < starts.length && starts(j + 1) == pos) j += 1
+      j
+    } else -i - 2
+  }
+
   def newBuilder(tablePath: Path, expected: Int = 16): Builder = {
-    val dict = new FileColumns.PartitionDictionary
-    new Builder(tablePath, new FileColumns(0, dict), new KeyIndex(0), new FileColumns(expected, dict),
-      new KeyIndex(expected), new java.util.BitSet())
+    val empty = new Run(new FileColumns(0, new FileColumns.PartitionDictionary), new KeyIndex(0), 0)
+    new Builder(tablePath, Vector(empty), new RemovedBits(), new LiveTotals(), expected)
   }
 
   private final class View[A](n: Int, at: Int => A) extends IndexedSeq[A] {
@@ -112,124 +125,81 @@ private[log] object FileSet {
     if (dvId.isEmpty) relative else relative + "\u0000" + dvId
   }
 
-  /** Builds a [[FileSet]]: puts and removes by key, in log order. */
+  /** Builds a [[FileSet]]: puts and removes by key, in log order. New entries go to a run of their own. */
   final class Builder private[FileSet] (
       tablePath: Path,
-      base: FileColumns,
-      baseIndex: KeyIndex,
-      tail: FileColumns,
-      tailIndex: KeyIndex,
-      removed: java.util.BitSet) {
-    private def b = base.length
+      runs: Vector[Run],
+      removed: RemovedBits,
+      totals: LiveTotals,
+      expected: Int = 16) {
+    private val dict = runs.head.cols.partitionDictionary
+    private val fresh = new Run(new FileColumns(expected, dict), new KeyIndex(expected), runs.last.end)
+    private val starts = runs.map(_.start).toArray
     private def keyOf(cols: FileColumns, r: Int) = key(tablePath, cols.path(r), cols.dvId(r))
 
+    /** The live position of key `k`, or -1: the newest run first (a removed row may still be in an index). */
     private def find(k: String): Int = {
-      val t = tailIndex.find(k, r => keyOf(tail, r) == k)
-      if (t >= 0) b + t else baseIndex.find(k, r => keyOf(base, r) == k)
+      def in(r: Run): Int = {
+        val row = r.index.find(k, i => !removed.get(r.start + i) && keyOf(r.cols, i) == k)
+        if (row >= 0) r.start + row else -1
+      }
+      var p = in(fresh)
+      var i = runs.size - 1
+      while (p < 0 && i >= 0) { p = in(runs(i)); i -= 1 }
+      p
     }
 
     /** The replay key of a file action of this table. */
     def keyOf(path: String, dvId: String): String = key(tablePath, path, dvId)
 
     /** Removes the entry with key `k`, if there is one. */
-    def remove(k: String): Unit = if (b + tail.length > 0) {
+    def remove(k: String): Unit = if (totals.count > 0) {
       val p = find(k)
-      if (p >= 0 && !removed.get(p)) {
+      if (p >= 0) {
         removed.set(p)
-        if (p >= b) tailIndex.remove(k, r => keyOf(tail, r) == k)
+        val r = if (p >= fresh.start) fresh else runs(runOf(starts, p))
+        totals.removed(r.cols, p - r.start)
       }
     }
 
     /** Adds (or replaces) the entry with key `k`. */
-    def put(f: AddFile, k: String): Unit = { remove(k); tailIndex.put(k, tail.add(f)) }
-    def put(r: RemoveFile, k: String): Unit = { remove(k); tailIndex.put(k, tail.add(r)) }
+    def put(f: AddFile, k: String): Unit = { remove(k); added(k, fresh.cols.add(f)) }
+    def put(r: RemoveFile, k: String): Unit = { remove(k); added(k, fresh.cols.add(r)) }
+    private def added(k: String, row: Int): Unit = { fresh.index.put(k, row); totals.added(fresh.cols, row) }
 
     def result(): FileSet = {
-      val removedCount = removed.cardinality()
-      if (b == 0) new FileSet(tablePath, tail, tailIndex, new FileColumns(0, tail.partitionDictionary), new KeyIndex(0),
-        removed) // a first build: the tail becomes the base as it is (row positions do not move)
-      else if (tail.length > math.max(1024, b / 4) || removedCount > math.max(1024, b / 2)) compacted()
-      else new FileSet(tablePath, base, baseIndex, tail, tailIndex, removed)
+      val all = (runs :+ fresh).filter(_.cols.length > 0)
+      val rows = fresh.end
+      if (all.isEmpty) new FileSet(tablePath, Vector(runs.head), removed.fork(), totals.copy())
+      else if (rows - totals.count > math.max(1024, totals.count / 2)) compacted(all)
+      else new FileSet(tablePath, merged(all), removed.fork(), totals.copy())
     }
 
-    /** One new base of the live rows: removed rows and the tail's separate index are gone. */
-    private def compacted(): FileSet = {
-      val liveCount = b + tail.length - removed.cardinality()
-      val cols = new FileColumns(liveCount, base.partitionDictionary)
-      val index = new KeyIndex(liveCount)
-      var p = removed.nextClearBit(0)
-      while (p < b + tail.length) {
-        val r = if (p < b) cols.copyRow(base, p) else cols.copyRow(tail, p - b)
-        index.put(keyOf(cols, r), r)
-        p = removed.nextClearBit(p + 1)
+    /** `all` with its newest runs merged while the newest is at least half the size of the one before it. */
+    private def merged(all: Vector[Run]): Vector[Run] = {
+      var rs = all
+      while (rs.size >= 2 && rs(rs.size - 2).cols.length < 2 * rs.last.cols.length) {
+        val (a, b) = (rs(rs.size - 2), rs.last)
+        val cols = new FileColumns(a.cols.length + b.cols.length, dict)
+        (0 until a.cols.length).foreach(cols.copyRow(a.cols, _))
+        (0 until b.cols.length).foreach(cols.copyRow(b.cols, _))
+        val index = new KeyIndex(cols.length)
+        index.putAll(a.index, 0); index.putAll(b.index, a.cols.length)
+        rs = rs.dropRight(2) :+ new Run(cols, index, a.start) // positions do not move: the removed bits hold
       }
-      new FileSet(tablePath, cols, index, new FileColumns(0, base.partitionDictionary), new KeyIndex(0),
-        new java.util.BitSet())
-    }
-  }
-
-  /**
-   * Key → row, open addressing on the key's hash: 8 bytes a slot, two slots a row (a `HashMap[String, Int]` costs
-   * about 80 bytes an entry). Keys are not stored: a candidate row is confirmed by recomputing its key (`matches`).
-   */
-  private[log] final class KeyIndex(expected: Int) {
-    private var slots = new Array[Int](capacityFor(expected)) // row + 1; 0 = empty; -1 = deleted
-    private var hashes = new Array[Int](slots.length)
-    private var used = 0
-
-    private def capacityFor(n: Int): Int = Integer.highestOneBit(math.max(8, n * 2 + 1)) * 2
-
-    def heapBytes: Long = slots.length * 8L
-
-    def copy(): KeyIndex = {
-      val c = new KeyIndex(0)
-      c.slots = slots.clone(); c.hashes = hashes.clone(); c.used = used
-      c
+      rs
     }
 
-    private def mix(h: Int): Int = { val x = h * 0x9E3779B9; x ^ (x >>> 16) }
-
-    def find(k: String, matches: Int => Boolean): Int = {
-      val h = mix(k.hashCode); val mask = slots.length - 1
-      var i = h & mask
-      while (slots(i) != 0) {
-        if (slots(i) > 0 && hashes(i) == h && matches(slots(i) - 1)) return slots(i) - 1
-        i = (i + 1) & mask
-      }
-      -1
-    }
-
-    def put(k: String, row: Int): Unit = {
-      if ((used + 1) * 2 > slots.length) rehash(slots.length * 2)
-      val h = mix(k.hashCode); val mask = slots.length - 1
-      var i = h & mask
-      while (slots(i) > 0) i = (i + 1) & mask
-      if (slots(i) == 0) used += 1
-      slots(i) = row + 1; hashes(i) = h
-    }
-
-    def remove(k: String, matches: Int => Boolean): Unit = {
-      val h = mix(k.hashCode); val mask = slots.length - 1
-      var i = h & mask
-      while (slots(i) != 0) {
-        if (slots(i) > 0 && hashes(i) == h && matches(slots(i) - 1)) { slots(i) = -1; return }
-        i = (i + 1) & mask
-      }
-    }
-
-    private def rehash(n: Int): Unit = {
-      val (oldSlots, oldHashes) = (slots, hashes)
-      slots = new Array[Int](n); hashes = new Array[Int](n); used = 0
-      val mask = n - 1
-      var j = 0
-      while (j < oldSlots.length) {
-        if (oldSlots(j) > 0) {
-          var i = oldHashes(j) & mask
-          while (slots(i) != 0) i = (i + 1) & mask
-          slots(i) = oldSlots(j); hashes(i) = oldHashes(j); used += 1
+    /** One new base of the live rows: removed rows and the runs' separate indexes are gone. */
+    private def compacted(all: Vector[Run]): FileSet = {
+      val cols = new FileColumns(totals.count, dict)
+      val index = new KeyIndex(totals.count)
+      all.foreach { r =>
+        (0 until r.cols.length).foreach { i =>
+          if (!removed.get(r.start + i)) { val row = cols.copyRow(r.cols, i); index.put(keyOf(cols, row), row) }
         }
-        j += 1
       }
+      new FileSet(tablePath, Vector(new Run(cols, index, 0)), new RemovedBits(), totals.copy())
     }
   }
 }

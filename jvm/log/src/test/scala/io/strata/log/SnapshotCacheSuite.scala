@@ -77,4 +77,33 @@ class SnapshotCacheSuite extends AnyFunSuite with LogTestSupport {
     assert(s.version == 4L && s.segment.checkpointVersion.contains(3L))
     assert(s.segment.commitFiles.map(_.getName) == Seq(f"${4}%020d.json"))
   }
+
+  test("a one-file append to a big table reads only the winners and the commits since, and writes its own size") {
+    val table = tempDir("cache-append")
+    val log = createTable(table, files = (0 until 20000).map(i => add(f"part-$i%05d.parquet")))
+    log.checkpoint(log.snapshot())
+    val writer = TableLog.forPath(hpath(table), recordingConf())
+    val txn = writer.startTransaction() // reads the checkpoint
+    append(log, add("rival.parquet")) // version 1 lands first, through another log (not this JVM's cache entry)
+    RecordingLogStore.clear()
+    val result = txn.commit(Seq(add("mine.parquet")), Operation("WRITE"))
+    assert(result.version == 2L && result.attempts == 2)
+    // The winner is read once (after the refused put) and checked; the probe of version 2 found nothing yet.
+    val reads = RecordingLogStore.readNames
+    assert(reads.nonEmpty && reads.forall(n => n == f"${1}%020d.json" || n == f"${2}%020d.json"), reads)
+    assert(reads.count(_ == f"${1}%020d.json") == 1, reads)
+    val written = java.nio.file.Files.readAllLines(table.resolve("_delta_log").resolve(f"${2}%020d.json"))
+    assert(written.size == 2 && written.get(1).startsWith("""{"add":{"path":"mine.parquet""""), written)
+    RecordingLogStore.clear()
+    // The rival committed in this JVM, so the cache holds version 1: only version 2 is read, nothing older.
+    val after = writer.snapshot()
+    assert(RecordingLogStore.readNames == Seq(f"${2}%020d.json"))
+    assert(after.numFiles == 20002)
+    val next = writer.startTransaction()
+    RecordingLogStore.clear()
+    next.commit(Seq(add("next.parquet")), Operation("WRITE"))
+    assert(RecordingLogStore.readNames.isEmpty, "no winner: nothing read")
+    writer.snapshot()
+    assert(RecordingLogStore.readNames.isEmpty, "its own commit is cached: nothing read")
+  }
 }

@@ -56,8 +56,10 @@ object AutoCompaction {
           val maxSize = conf(WriteSettings.AutoCompactMaxFileSize)
           val schema = TableSchema.of(snapshot.metadata).partitionSchema
           val partitions = PartitionValues.keySet(touched, schema, None) // as OPTIMIZE groups them
-          // Per touched partition, its small files; the partitions with enough of them are compacted.
-          val crowded = snapshot.files.filter(f => f.size < minSize && partitions.contains(f.partitionValues))
+          // Per touched partition, its small files; the partitions with enough of them are compacted. Only the
+          // touched partitions' files are built (a commit to a table of a million files builds a few).
+          val crowded = snapshot.filesByPartition.filter { case (values, _) => partitions.contains(values) }
+            .flatMap { case (_, files) => files.filter(_.size < minSize) }
             .groupBy(f => PartitionValues.typedKey(f.partitionValues, schema, None)).values
             .filter(_.size >= minFiles).map(_.head.partitionValues).toSeq
           if (crowded.isEmpty) None else {

@@ -34,6 +34,20 @@ object SnapshotReader {
   }
 
   /**
+   * The relation a V1 save returns to Spark: the table as [[relation]] reads it, its file index built only when asked
+   * for files ([[DeferredFileIndex]]). Spark 4.1's SaveIntoDataSourceCommand drops it unread; a V1 CTAS
+   * (DataSource.writeAndRead) reads its schema.
+   */
+  def writtenRelation(spark: SparkSession, snapshot: Snapshot): BaseRelation = {
+    val table = TableSchema.of(snapshot.metadata)
+    val index = new DeferredFileIndex(snapshot.tablePath, snapshot.version, table.partitionSchema,
+      () => fileIndex(spark, snapshot))
+    HadoopFsRelation(index, table.partitionSchema, table.schema, None,
+      if (snapshot.hasDeletionVectors) new DeletionVectorParquetFormat(snapshot.tablePath.toString)
+      else new ParquetFileFormat, Map.empty)(spark)
+  }
+
+  /**
    * The snapshot's live files as a Spark file index (typed partition values, no directory listing).
    * `withFileColumn`: each file also carries its path as the value of the metadata column [[FileColumn]], appended
    * to the partition values, so Spark's Parquet reader fills it in like a partition column.

@@ -347,4 +347,28 @@ class V1WriteSuite extends AnyFunSuite with SparkTestSession {
     val missing = tempDir().resolve("nothing").toString
     intercept[io.strata.log.TableNotFoundException](log(missing).history())
   }
+
+  test("the relation a V1 save returns reads the table as written, its file index built only when asked") {
+    import org.apache.spark.sql.execution.datasources.HadoopFsRelation
+    def saved(path: String, data: DataFrame) = new io.strata.StrataDataSource().createRelation(spark.sqlContext,
+      org.apache.spark.sql.SaveMode.Append, Map("path" -> path), data).asInstanceOf[HadoopFsRelation]
+    val path = tempDir().resolve("t").toString
+    sample(10).write.format("strata").partitionBy("p").save(path)
+    val relation = saved(path, sample(5, 10))
+    assert(relation.location.isInstanceOf[io.strata.read.DeferredFileIndex])
+    assert(relation.schema == read(path).schema)
+    val all = spark.baseRelationToDataFrame(relation)
+    assert(rows(all.select("id", "p", "v")) == rows(sample(15).select("id", "p", "v")))
+    assert(all.inputFiles.length == log(path).snapshot().numFiles)
+    assert(spark.baseRelationToDataFrame(relation).where($"p" === "1").count() == sample(15).where($"p" === "1").count())
+    // A table with deletion vectors: the returned relation drops the rows they delete, as a read does.
+    val dv = tempDir().resolve("dv")
+    org.apache.commons.io.FileUtils.copyDirectory(io.strata.log.Fixtures.goldenTable("dv-partitioned-with-checkpoint").toFile,
+      dv.toFile)
+    val before = rows(read(dv.toString))
+    val withDv = saved(dv.toString, read(dv.toString).limit(1))
+    assert(withDv.fileFormat.isInstanceOf[io.strata.read.DeletionVectorParquetFormat])
+    assert(spark.baseRelationToDataFrame(withDv).count() == before.size + 1)
+    assert(rows(spark.baseRelationToDataFrame(withDv)) == rows(read(dv.toString)))
+  }
 }
