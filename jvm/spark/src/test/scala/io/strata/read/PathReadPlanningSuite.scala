@@ -103,6 +103,13 @@ class PathReadPlanningSuite extends AnyFunSuite with SparkTestSession {
       }
   }
 
+  test("a join on the partition column: run-time partition pruning works within the kept files") {
+    val dims = Seq((1, "one"), (3, "three"), (0, "zero")).toDF("p", "name")
+    def q() = read(table).where("p > 0 AND id % 2 = 0").join(dims.where("name = 'one'"), "p")
+    val expected = withoutRule(rows(q()))
+    assert(rows(q()) == expected && expected.size == 250)
+  }
+
   test("a self-join with two different filters prunes each side by its own") {
     val df = read(table)
     def join() = df.where("p = 0").as("a").join(df.where("p = 3 AND id >= 1900").as("b"), $"a.id" + 1900 === $"b.id")
