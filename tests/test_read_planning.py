@@ -31,7 +31,7 @@ def table(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path
 
 @pytest.mark.parametrize("condition, count", [
     ("p = 2", 5), ("p = 1 AND id = 777", 1), ("id = 1234", 1), ("p IN (0, 3) AND id >= 1900", 1), ("p = 7", 0),
-    ("v = 'v5'", 20),
+    ("v = 'v5'", 1),
 ])
 def test_input_files_are_delta_sparks(spark: SparkSession, peer: Peer, table: Path, condition: str,
                                       count: int) -> None:
@@ -39,9 +39,23 @@ def test_input_files_are_delta_sparks(spark: SparkSession, peer: Peer, table: Pa
     ours = local(df.inputFiles())
     assert len(ours) == count
     assert ours == local(peer.input_files(table, condition))
-    rows = sorted(r.id for r in df.select("id").collect())
+    assert_rows_are_delta_sparks(peer, table, condition, sorted(r.id for r in df.select("id").collect()))
+
+
+def test_a_filter_mixing_partition_and_data_columns_prunes_nothing(spark: SparkSession, peer: Peer,
+                                                                  table: Path) -> None:
+    """Known gap: Spark hands a file scan no filter of an OR across partition and data columns, so Strata keeps every
+    file (delta-spark's data skipping evaluates such a filter per file and keeps fewer)."""
+    condition = "v = 'v1500' OR p = 0"
+    df = spark.read.format("strata").load(str(table)).where(condition)
+    ours = local(df.inputFiles())
+    assert len(ours) == 20 and ours >= local(peer.input_files(table, condition))
+    assert_rows_are_delta_sparks(peer, table, condition, sorted(r.id for r in df.select("id").collect()))
+
+
+def assert_rows_are_delta_sparks(peer: Peer, table: Path, condition: str, ids: list[int]) -> None:
     theirs = peer.call("query", sql=f"SELECT id FROM delta.`{table}` WHERE {condition}")["rows"]
-    assert rows == sorted(json.loads(r)["id"] for r in theirs)
+    assert ids == sorted(json.loads(r)["id"] for r in theirs)
 
 
 def test_catalog_reads_show_the_kept_files_in_explain(spark: SparkSession, table: Path,
