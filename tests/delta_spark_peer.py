@@ -64,6 +64,11 @@ class Peer:
         rows: list[list[str]] = self.call("read", path=str(path), versions=versions, time_zone=time_zone)["rows"]
         return rows
 
+    def input_files(self, path: Path, condition: str) -> list[str]:
+        """`inputFiles()` of delta-spark's `load(path).where(condition)`."""
+        files: list[str] = self.call("input_files", path=str(path), condition=condition)["files"]
+        return files
+
     def stream(self, source: dict[str, Any], sink: dict[str, Any], checkpoint: Path) -> tuple[list[int], list[str]]:
         """One Trigger.AvailableNow run of a delta-spark stream (serve()'s "stream"): source and sink are
         {"format", "path"[, "schema", "options"]}; returns the input rows of each micro-batch and the sink's rows."""

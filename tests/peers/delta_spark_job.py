@@ -298,6 +298,9 @@ def serve_one(spark: SparkSession, request: dict[str, Any]) -> dict[str, Any]:
                 reader = reader.option("versionAsOf", version)
             rows.append(sorted(reader.load(path).toJSON().collect()))
         return {"rows": rows}
+    if op == "input_files":
+        df = spark.read.format("delta").load(request["path"]).where(request["condition"])
+        return {"files": sorted(df.inputFiles())}
     if op == "stream":
         return run_stream(spark, request["source"], request["sink"], request["checkpoint"])
     if op == "corpus":

@@ -1,5 +1,6 @@
 package io.strata
 
+import io.strata.read.PruneLogFileIndex
 import org.apache.spark.sql.SparkSessionExtensions
 
 /**
@@ -11,5 +12,8 @@ import org.apache.spark.sql.SparkSessionExtensions
 class StrataSessionExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     // Optimizer rules are added here, one line each: extensions.injectOptimizerRule(session => Rule(session)).
+    // Pre-CBO: after the operator optimizations pushed filters down to the relations, before join planning and
+    // cost-based reordering read the relations' sizes (delta-spark's PrepareDeltaScan runs there too).
+    extensions.injectPreCBORule(_ => PruneLogFileIndex)
   }
 }

@@ -5,7 +5,7 @@ import io.strata.table.StatsSkipping
 import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.expressions.{And, AttributeReference, BoundReference, Expression, Predicate}
 import org.apache.spark.sql.execution.datasources._
 import org.apache.spark.sql.types.StructType
 
@@ -29,6 +29,8 @@ final class IndexedPartition(val values: InternalRow, load: => Seq[IndexedFile])
  * `hasDeletionVectors`: some file of the snapshot (not only of these) has a deletion vector, so every scan of the
  * snapshot reads row indexes and drops deleted rows (all scans of one snapshot then agree on their columns).
  * `totalBytes`: the size of all the files (known without building them).
+ * `pruning`: this index holds only the files of another that some filters keep ([[pruned]]); its root paths are
+ * those files, so that a plan (EXPLAIN's `Location: LogFileIndex(<n> paths)`) shows how many a scan reads.
  */
 final class LogFileIndex(
     spark: SparkSession,
@@ -40,7 +42,8 @@ final class LogFileIndex(
     override val readVersion: Long,
     override val timeTravel: Boolean,
     val hasDeletionVectors: Boolean,
-    totalBytes: Long)
+    totalBytes: Long,
+    val pruning: Option[IndexPruning] = None)
   extends PartitioningAwareFileIndex(spark, options, None) with SnapshotRead {
   override def readTablePath: Path = root
 
@@ -50,9 +53,10 @@ final class LogFileIndex(
   private def scanned(f: IndexedFile) = FileStatusWithMetadata(status(f),
     f.deletionVector.fold(Map.empty[String, Any])(dv => Map(DeletionVectorReads.MetadataKey -> dv)))
 
-  private def files: Iterator[IndexedFile] = partitions.iterator.flatMap(_.files)
+  /** This index's files (all of its partitions: for an unpruned index of a big table, build them only if needed). */
+  def files: Iterator[IndexedFile] = partitions.iterator.flatMap(_.files)
 
-  override def rootPaths: Seq[Path] = Seq(root)
+  override def rootPaths: Seq[Path] = if (pruning.isEmpty) Seq(root) else files.map(_.path).toSeq
 
   // Spark asks for partition directories only through the listing methods overridden here; the table root stands
   // for each (files of one partition may live anywhere: their values come from the log, not from directory names).
@@ -60,31 +64,70 @@ final class LogFileIndex(
     if (partitionSchema.isEmpty) PartitionSpec.emptySpec
     else PartitionSpec(partitionSchema, partitions.map(p => PartitionPath(p.values, root)))
 
+  // Spark's own listing structures: no method Spark calls on this index reads them (every one that would is
+  // overridden), and they hold only this index's files (a pruned index's, never the whole table's).
   override protected lazy val leafFiles: mutable.LinkedHashMap[Path, FileStatus] =
     mutable.LinkedHashMap(files.map(f => f.path -> status(f)).toSeq: _*)
 
   override protected lazy val leafDirToChildrenFiles: Map[Path, Array[FileStatus]] =
     files.toSeq.groupBy(_.path.getParent).map { case (dir, fs) => dir -> fs.map(status).toArray }
 
-  /**
-   * The files a scan reads: partitions pruned by their log values (not by directory names, so files of one partition
-   * may live anywhere), then files skipped by their statistics ([[StatsSkipping]]).
-   */
-  override def listFiles(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Seq[PartitionDirectory] = {
-    val kept = if (partitionFilters.isEmpty || partitionSchema.isEmpty) partitions else {
-      val bound = partitionFilters.reduce(org.apache.spark.sql.catalyst.expressions.And).transform {
-        case a: org.apache.spark.sql.catalyst.expressions.AttributeReference =>
+  /** The partitions whose log values `partitionFilters` keep (the others' files are never built). */
+  private def keptPartitions(partitionFilters: Seq[Expression]): Seq[IndexedPartition] =
+    if (partitionFilters.isEmpty || partitionSchema.isEmpty) partitions else {
+      val bound = partitionFilters.reduce(And).transform {
+        case a: AttributeReference =>
           val i = partitionSchema.fields.indexWhere(_.name.equalsIgnoreCase(a.name))
-          org.apache.spark.sql.catalyst.expressions.BoundReference(i, partitionSchema(i).dataType, nullable = true)
+          BoundReference(i, partitionSchema(i).dataType, nullable = true)
       }
-      val predicate = org.apache.spark.sql.catalyst.expressions.Predicate.createInterpreted(bound)
+      val predicate = Predicate.createInterpreted(bound)
       predicate.initialize(0)
       partitions.filter(p => predicate.eval(p.values))
     }
+
+  /** Partitions pruned by their log values, then files skipped by their statistics ([[StatsSkipping]]). */
+  private def select(partitionFilters: Seq[Expression], dataFilters: Seq[Expression])
+      : Seq[(IndexedPartition, Seq[IndexedFile])] = {
     val skipping = StatsSkipping(dataSchema, dataFilters)
-    kept.map(p => PartitionDirectory(p.values, p.files.filter(f => skipping.mayMatch(f.stats)).map(scanned)))
-      .filter(_.files.nonEmpty)
+    keptPartitions(partitionFilters).map(p => p -> p.files.filter(f => skipping.mayMatch(f.stats)))
   }
+
+  /**
+   * The files a scan reads: partitions pruned by their log values (not by directory names, so files of one partition
+   * may live anywhere), then files skipped by their statistics ([[StatsSkipping]]). A pruned index answers from its
+   * own files when the scan's filters include every filter it was pruned by (then the files it left out hold no row
+   * the scan keeps), and from the index it was pruned from otherwise.
+   */
+  override def listFiles(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Seq[PartitionDirectory] =
+    pruning match {
+      case Some(p) if !p.coveredBy(normalized(partitionFilters ++ dataFilters)) =>
+        p.base.listFiles(partitionFilters, dataFilters)
+      case _ => select(partitionFilters, dataFilters).collect {
+        case (p, fs) if fs.nonEmpty => PartitionDirectory(p.values, fs.map(scanned))
+      }
+    }
+
+  /**
+   * An index of the files of this one that `partitionFilters` (over partition columns) and `dataFilters` (over data
+   * columns) may match, or None when they leave out no file. Only the partitions the partition filters keep are
+   * built. The same snapshot, version and deletion-vector handling as this index.
+   */
+  def pruned(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Option[LogFileIndex] =
+    if (partitionFilters.isEmpty && dataFilters.isEmpty) None else {
+      val kept = select(partitionFilters, dataFilters)
+      val nothingLeftOut = kept.size == partitions.size && kept.forall { case (p, fs) => fs.size == p.files.size }
+      if (nothingLeftOut) None else {
+        val base = pruning.fold(this)(_.base)
+        val by = IndexPruning(base, pruning.fold(Set.empty[Expression])(_.filters) ++
+          normalized(partitionFilters ++ dataFilters))
+        val keptPartitions = kept.collect { case (p, fs) if fs.nonEmpty => new IndexedPartition(p.values, fs) }
+        Some(new LogFileIndex(spark, root, keptPartitions, tableSchema, partitionSchema, options, readVersion,
+          timeTravel, hasDeletionVectors, keptPartitions.iterator.flatMap(_.files).map(_.size).sum, Some(by)))
+      }
+    }
+
+  private def normalized(filters: Seq[Expression]) =
+    IndexPruning.normalized(filters, StructType(tableSchema.fields ++ partitionSchema.fields))
 
   private def dataSchema: StructType =
     StructType(tableSchema.fields.filterNot(f => partitionSchema.fieldNames.exists(_.equalsIgnoreCase(f.name))))
@@ -93,4 +136,12 @@ final class LogFileIndex(
   override def inputFiles: Array[String] = files.map(_.path.toString).toArray
   override def sizeInBytes: Long = totalBytes
   override def refresh(): Unit = ()
+
+  // Two indexes pruned from one by the same filters are one (Spark then reuses a scan of both sides of a self-join
+  // with equal filters); any other is itself only.
+  override def equals(other: Any): Boolean = other match {
+    case o: LogFileIndex => (o eq this) || (pruning.isDefined && o.pruning == pruning)
+    case _ => false
+  }
+  override def hashCode(): Int = pruning.fold(System.identityHashCode(this))(_.hashCode)
 }

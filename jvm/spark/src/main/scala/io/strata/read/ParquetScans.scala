@@ -3,7 +3,7 @@ package io.strata.read
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.Scan
 import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex
-import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetScanBuilder
+import org.apache.spark.sql.execution.datasources.v2.parquet.{ParquetScan, ParquetScanBuilder}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
@@ -31,12 +31,34 @@ object ParquetScans {
   def build(builder: ParquetScanBuilder, index: PartitioningAwareFileIndex, required: StructType): Scan = {
     val rowIndex = RowIndexColumn.requested(required)
     deletionVectorTable(index).orElse(if (rowIndex) Some(index.rootPaths.head.toString) else None) match {
-      case None => builder.pruneColumns(required); builder.build()
+      case None => builder.pruneColumns(required); narrowed(builder.build())
       case Some(table) =>
         builder.pruneColumns(StructType(required.fields.filterNot(f => RowIndexColumn.requested(StructType(Seq(f)))))
           .add(DeletionVectorReads.RowIndexField))
-        new DeletionVectorScan(builder.build(), table, if (rowIndex) Some(RowIndexColumn.Name) else None)
+        new DeletionVectorScan(narrowed(builder.build()), table, if (rowIndex) Some(RowIndexColumn.Name) else None)
     }
+  }
+
+  /**
+   * Spark's scan over only the files of its index that its partition and data filters may match
+   * ([[LogFileIndex.pruned]]): its size estimate and EXPLAIN's `Location: LogFileIndex(<n> paths)` then count those.
+   */
+  private def narrowed(scan: Scan): Scan = scan match {
+    case p: ParquetScan => p.fileIndex match {
+      case l: LogFileIndex => l.pruned(p.partitionFilters, p.dataFilters).fold(scan)(i => p.copy(fileIndex = i))
+      case _ => scan
+    }
+    case _ => scan
+  }
+
+  /** The log file index a scan built by [[build]] lists its files from. */
+  def scannedIndex(scan: Scan): Option[LogFileIndex] = scan match {
+    case d: DeletionVectorScan => scannedIndex(d.inner)
+    case p: ParquetScan => p.fileIndex match {
+      case l: LogFileIndex => Some(l)
+      case _ => None
+    }
+    case _ => None
   }
 
   /**

@@ -53,6 +53,10 @@ final class StrataScanBuilder(spark: SparkSession, index: Boolean => Partitionin
       fresh.pushFilters(filters)
       fresh
     }
-    ParquetScans.build(b, idx, required)
+    withLogStatistics(ParquetScans.build(b, idx, required))
   }
+
+  /** The scan reporting the size and rows of the files it selected, from the log ([[LogStatisticsScan]]). */
+  private def withLogStatistics(scan: Scan): Scan =
+    ParquetScans.scannedIndex(scan).fold(scan)(new LogStatisticsScan(scan, _))
 }

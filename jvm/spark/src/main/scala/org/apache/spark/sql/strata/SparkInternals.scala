@@ -53,4 +53,9 @@ object SparkInternals {
 
   /** A Column of a Catalyst expression (Spark's own converter, `private[sql]`). */
   def column(expression: Expression): Column = ExpressionUtils.column(expression)
+
+  /** Filters with their columns spelt as the relation's output spells them, as Spark's file source strategy does. */
+  def normalizeExprs(filters: Seq[Expression],
+                     output: Seq[org.apache.spark.sql.catalyst.expressions.Attribute]): Seq[Expression] =
+    org.apache.spark.sql.execution.datasources.DataSourceStrategy.normalizeExprs(filters, output)
 }
