@@ -68,11 +68,40 @@ object Checkpoints {
   /** Fields as a Java list with constant-time `get` (Parquet's GroupType indexes its fields on every value read). */
   private def arrayList(fields: Iterable[Type]): java.util.List[Type] = new java.util.ArrayList[Type](fields.asJavaCollection)
 
-  /** An action column without the checkpoint-only typed copies (not even read: `stats_parsed` can be most bytes). */
-  private def withoutTypedCopies(t: Type): Type = t match {
+  /**
+   * An action column without the checkpoint-only typed copies (not read: `stats_parsed` can be most bytes), except
+   * add's `stats_parsed` when `keepParsedStats`: some add rows have no JSON `stats` ([[CheckpointRows]] then takes
+   * their statistics from it).
+   */
+  private def withoutTypedCopies(t: Type, keepParsedStats: Boolean): Type = t match {
     case g: GroupType if g.getFields.asScala.exists(f => CheckpointOnlyFields.contains(f.getName)) =>
-      g.withNewFields(arrayList(g.getFields.asScala.filterNot(f => CheckpointOnlyFields.contains(f.getName))))
+      def dropped(name: String) =
+        CheckpointOnlyFields.contains(name) && !(keepParsedStats && g.getName == "add" && name == "stats_parsed")
+      g.withNewFields(arrayList(g.getFields.asScala.filterNot(f => dropped(f.getName))))
     case other => other
+  }
+
+  /**
+   * Whether some add row of the file may lack JSON `stats`: the column is missing, or a row group's `add.stats`
+   * chunk has more nulls than its `add.path` chunk (or does not say how many). Delta-spark writes such files with
+   * `delta.checkpoint.writeStatsAsJson=false`.
+   */
+  private def addRowsMayLackStats(footer: org.apache.parquet.hadoop.metadata.ParquetMetadata): Boolean = {
+    val stats = "add.stats"; val path = "add.path"
+    footer.getBlocks.asScala.exists { block =>
+      val chunks = block.getColumns.asScala.map(c => c.getPath.toDotString -> c).toMap
+      (chunks.get(stats), chunks.get(path)) match {
+        case (None, Some(_)) => true
+        case (Some(s), Some(p)) =>
+          def nulls(c: org.apache.parquet.hadoop.metadata.ColumnChunkMetaData): Long = {
+            val st = c.getStatistics
+            if (st == null || !st.isNumNullsSet) -1L else st.getNumNulls
+          }
+          val (sn, pn) = (nulls(s), nulls(p))
+          sn < 0 || pn < 0 || sn > pn
+        case _ => false
+      }
+    }
   }
 
   /**
@@ -86,7 +115,9 @@ object Checkpoints {
     val reader = ParquetFileReader.open(HadoopInputFile.fromPath(path, conf), HadoopReadOptions.builder(conf).build())
     try {
       val fileSchema = reader.getFooter.getFileMetaData.getSchema
-      val wanted = fileSchema.getFields.asScala.filter(f => ActionColumns.contains(f.getName)).map(withoutTypedCopies).toSeq
+      val keepParsedStats = addRowsMayLackStats(reader.getFooter)
+      val wanted = fileSchema.getFields.asScala.filter(f => ActionColumns.contains(f.getName))
+        .map(withoutTypedCopies(_, keepParsedStats)).toSeq
       val projection = new MessageType(fileSchema.getName, arrayList(wanted))
       reader.setRequestedSchema(projection)
       val addColumn = wanted.indexWhere(_.getName == "add")
@@ -144,17 +175,42 @@ object Checkpoints {
     }
   }
 
-  /** Writes `actions` as a single-file checkpoint at `path` (which must not exist). Returns its size in bytes. */
-  def write(path: Path, actions: Iterator[Action], conf: Configuration): Long = {
-    val factory = new SimpleGroupFactory(WriteSchema)
+  /**
+   * How a checkpoint's rows are written: the typed copies of add's statistics and partition values
+   * (`delta.checkpoint.writeStatsAsStruct`), and whether the JSON `stats` column is filled
+   * (`delta.checkpoint.writeStatsAsJson`; when not, it stays null).
+   */
+  final case class Format(structs: Option[CheckpointStructs] = None, statsAsJson: Boolean = true) {
+    lazy val schema: MessageType = structs.filter(_.fields.nonEmpty) match {
+      case None => WriteSchema
+      case Some(s) => new MessageType(WriteSchema.getName, arrayList(WriteSchema.getFields.asScala.map { f =>
+        if (f.getName != "add") f else f.asGroupType.withNewFields(arrayList(f.asGroupType.getFields.asScala ++ s.fields))
+      }))
+    }
+  }
+  object Format { val Default: Format = Format() }
+
+  /** Writes `actions` as one checkpoint file at `path` (which must not exist). Returns its size in bytes. */
+  def write(path: Path, actions: Iterator[Action], conf: Configuration, format: Format = Format.Default): Long = {
+    val schema = format.schema
+    val factory = new SimpleGroupFactory(schema)
     val writer = ExampleParquetWriter.builder(HadoopOutputFile.fromPath(path, conf))
-      .withType(WriteSchema).withConf(conf).withCompressionCodec(CompressionCodecName.SNAPPY)
+      .withType(schema).withConf(conf).withCompressionCodec(CompressionCodecName.SNAPPY)
       .withWriteMode(ParquetFileWriter.Mode.CREATE).build()
+    val columns = ActionColumns.map(k => k -> schema.getType(schema.getFieldIndex(k)).asGroupType).toMap
     try actions.foreach { a =>
       val key = ActionCodec.key(a)
-      if (ActionColumns.contains(key)) {
+      columns.get(key).foreach { t =>
         val row = factory.newGroup()
-        fillGroup(row.addGroup(key), WriteSchema.getType(WriteSchema.getFieldIndex(key)).asGroupType, ActionCodec.toJson(a))
+        val group = row.addGroup(key)
+        val json = ActionCodec.toJson(a)
+        a match {
+          case add: AddFile =>
+            if (!format.statsAsJson) json.remove("stats")
+            fillGroup(group, t, json)
+            format.structs.foreach(_.fill(group, t, add))
+          case _ => fillGroup(group, t, json)
+        }
         writer.write(row)
       }
     } finally writer.close()

@@ -6,7 +6,7 @@ import java.nio.file.{Files, Paths, StandardCopyOption}
 import java.util.concurrent.CountDownLatch
 import java.util.concurrent.atomic.AtomicReference
 
-import io.strata.log.{Action, ActionCodec, FileNames, LocalLogStore, LogStore, SetTransaction}
+import io.strata.log.{Action, ActionCodec, Checkpoints, FileNames, LocalLogStore, LogStore, SetTransaction}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 
@@ -33,13 +33,13 @@ class FaultInjectingLogStore(val fs: FileSystem) extends LogStore {
       real.putIfAbsent(path, lines)
     }
 
-  override def writeCheckpoint(path: Path, actions: Iterator[Action]): Long = {
+  override def writeCheckpoint(path: Path, actions: Iterator[Action], format: Checkpoints.Format): Long = {
     FaultInjectingLogStore.checkpointGate.get().foreach { gate =>
       // A checkpoint written in the committing thread would wait here for good: fail instead of hanging the test.
       if (!gate.await(60, java.util.concurrent.TimeUnit.SECONDS)) throw new IOException(s"checkpoint gate not opened")
     }
     if (FaultInjectingLogStore.failCheckpoints) throw new IOException(s"injected: cannot write checkpoint $path")
-    else real.writeCheckpoint(path, actions)
+    else real.writeCheckpoint(path, actions, format)
   }
 }
 
