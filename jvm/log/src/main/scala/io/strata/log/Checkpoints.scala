@@ -94,7 +94,7 @@ object Checkpoints {
         case (None, Some(_)) => true
         case (Some(s), Some(p)) =>
           def nulls(c: org.apache.parquet.hadoop.metadata.ColumnChunkMetaData): Long = {
-            val st = c.getStatistics
+            val st: org.apache.parquet.column.statistics.Statistics[_] = c.getStatistics
             if (st == null || !st.isNumNullsSet) -1L else st.getNumNulls
           }
           val (sn, pn) = (nulls(s), nulls(p))

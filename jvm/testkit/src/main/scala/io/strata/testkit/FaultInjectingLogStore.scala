@@ -38,7 +38,7 @@ class FaultInjectingLogStore(val fs: FileSystem) extends LogStore {
       // A checkpoint written in the committing thread would wait here for good: fail instead of hanging the test.
       if (!gate.await(60, java.util.concurrent.TimeUnit.SECONDS)) throw new IOException(s"checkpoint gate not opened")
     }
-    if (FaultInjectingLogStore.failCheckpoints) throw new IOException(s"injected: cannot write checkpoint $path")
+    if (FaultInjectingLogStore.failCheckpoints(path)) throw new IOException(s"injected: cannot write checkpoint $path")
     else real.writeCheckpoint(path, actions, format)
   }
 }
@@ -47,7 +47,7 @@ object FaultInjectingLogStore {
   /** The Hadoop setting that plugs this store in for `file` tables. */
   val Setting: (String, String) = LogStore.implKey("file") -> classOf[FaultInjectingLogStore].getName
 
-  @volatile private var failCheckpoints = false
+  @volatile private var failCheckpoints: Path => Boolean = _ => false
   @volatile private var haltCode: Option[Int] = None
   private val rival = new AtomicReference[Option[() => Unit]](None)
 
@@ -74,9 +74,12 @@ object FaultInjectingLogStore {
   }
 
   /** Runs `body` with every checkpoint write failing (an IOException). */
-  def withFailingCheckpoints[T](body: => T): T = {
-    failCheckpoints = true
-    try body finally failCheckpoints = false
+  def withFailingCheckpoints[T](body: => T): T = withFailingCheckpointFiles(_ => true)(body)
+
+  /** Runs `body` with the writes of the checkpoint files (or parts) `fails` selects failing (an IOException). */
+  def withFailingCheckpointFiles[T](fails: Path => Boolean)(body: => T): T = {
+    failCheckpoints = fails
+    try body finally failCheckpoints = _ => false
   }
 
   /**
