@@ -23,7 +23,7 @@ final class CheckpointStructs private[log] (val statsType: Option[GroupType], va
 
   /** Adds `add`'s typed statistics and partition values to `row` (the checkpoint's add group of type `t`). */
   private[log] def fill(row: Group, t: GroupType, add: AddFile): Unit = {
-    for (st <- statsType; json <- add.stats; stats <- Try(ActionCodec.mapper.readTree(json)).toOption
+    for (st <- statsType; json <- add.stats; stats <- Try(CheckpointStructs.statsReader.readTree(json)).toOption
          if stats != null && stats.isObject) {
       fillStruct(row.addGroup(t.getFieldIndex(st.getName)), st, stats)
     }
@@ -52,6 +52,8 @@ object CheckpointStructs {
   val WriteStatsAsStructKey = "delta.checkpoint.writeStatsAsStruct"
   val WriteStatsAsJsonKey = "delta.checkpoint.writeStatsAsJson"
   private val PhysicalName = "delta.columnMapping.physicalName"
+  /** Decimals as written (a double would lose digits a decimal(38) bound has, and then the bound). */
+  private val statsReader = ActionCodec.mapper.reader(com.fasterxml.jackson.databind.DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
 
   /** What a checkpoint of a table with `metadata`, holding `partitionValues` (its distinct maps), adds to `add`. */
   private[log] def of(metadata: Metadata, partitionValues: => Iterable[Map[String, Option[String]]]): CheckpointStructs = {
@@ -70,8 +72,8 @@ object CheckpointStructs {
     val partCols = metadata.partitionColumns.flatMap(c => top.find(_.logical == c))
     val typed = partCols.flatMap(c => TypedColumns.partitionType(c.deltaType.asText(""), c.physical).map(c -> _))
     val partitionType = if (partCols.isEmpty || typed.size != partCols.size) None else {
-      val probe = new org.apache.parquet.example.data.simple.SimpleGroup(
-        new GroupType(Type.Repetition.OPTIONAL, "p", typed.map(_._2).asJava))
+      val probeType = new GroupType(Type.Repetition.OPTIONAL, "p", typed.map(_._2).asJava)
+      def probe = new org.apache.parquet.example.data.simple.SimpleGroup(probeType) // a field takes one value
       val convertible = partitionValues.forall(_.forall {
         case (k, Some(v)) => typed.indexWhere(_._1.physical == k) match {
           case -1 => true

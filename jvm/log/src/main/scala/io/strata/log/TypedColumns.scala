@@ -160,8 +160,8 @@ private[log] object TypedColumns {
       case (INT96, _) => Some(nodes.textNode(timestamp(int96Micros(g.getInt96(f, 0)), utc = true)))
       case (INT32, _) => Some(nodes.numberNode(g.getInteger(f, 0)))
       case (INT64, _) => Some(nodes.numberNode(g.getLong(f, 0)))
-      case (FLOAT, _) => Some(nodes.numberNode(g.getFloat(f, 0)))
-      case (DOUBLE, _) => Some(nodes.numberNode(g.getDouble(f, 0)))
+      case (FLOAT, _) => Some(g.getFloat(f, 0)).filterNot(v => v.isNaN || v.isInfinite).map(v => nodes.numberNode(v))
+      case (DOUBLE, _) => Some(g.getDouble(f, 0)).filterNot(v => v.isNaN || v.isInfinite).map(v => nodes.numberNode(v))
       case (BOOLEAN, _) => Some(nodes.booleanNode(g.getBoolean(f, 0)))
       case (BINARY, _: StringLogicalTypeAnnotation) => Some(nodes.textNode(g.getString(f, 0)))
       case _ => None
