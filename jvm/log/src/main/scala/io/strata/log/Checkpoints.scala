@@ -198,23 +198,44 @@ object Checkpoints {
       .withType(schema).withConf(conf).withCompressionCodec(CompressionCodecName.SNAPPY)
       .withWriteMode(ParquetFileWriter.Mode.CREATE).build()
     val columns = ActionColumns.map(k => k -> schema.getType(schema.getFieldIndex(k)).asGroupType).toMap
-    try actions.foreach { a =>
-      val key = ActionCodec.key(a)
-      columns.get(key).foreach { t =>
+    val adds = new AddRows(columns("add"), format)
+    val addColumn = schema.getFieldIndex("add")
+    try actions.foreach {
+      case add: AddFile => // nearly every row: straight into its fields, no JSON tree
         val row = factory.newGroup()
-        val group = row.addGroup(key)
-        val json = ActionCodec.toJson(a)
-        a match {
-          case add: AddFile =>
-            if (!format.statsAsJson) json.remove("stats")
-            fillGroup(group, t, json)
-            format.structs.foreach(_.fill(group, t, add))
-          case _ => fillGroup(group, t, json)
-        }
+        adds.fill(row.addGroup(addColumn), add)
         writer.write(row)
-      }
+      case a =>
+        val key = ActionCodec.key(a)
+        columns.get(key).foreach { t =>
+          val row = factory.newGroup()
+          fillGroup(row.addGroup(key), t, ActionCodec.toJson(a))
+          writer.write(row)
+        }
     } finally writer.close()
     path.getFileSystem(conf).getFileStatus(path).getLen
+  }
+
+  /** Writes add actions into the `add` column `t` as [[fillGroup]] would write their JSON form. */
+  private final class AddRows(t: GroupType, format: Format) {
+    private val Seq(path, partitionValues, size, mtime, dataChange, tags, dv, stats) =
+      Seq("path", "partitionValues", "size", "modificationTime", "dataChange", "tags", "deletionVector", "stats")
+        .map(t.getFieldIndex)
+    private val dvType = t.getType(dv).asGroupType
+
+    def fill(g: Group, a: AddFile): Unit = {
+      g.add(path, a.path)
+      val pv = g.addGroup(partitionValues)
+      a.partitionValues.foreach { case (k, v) => val kv = pv.addGroup(0); kv.add(0, k); v.foreach(kv.add(1, _)) }
+      g.add(size, a.size); g.add(mtime, a.modificationTime); g.add(dataChange, a.dataChange)
+      if (a.tags.nonEmpty) {
+        val m = g.addGroup(tags)
+        a.tags.foreach { case (k, v) => val kv = m.addGroup(0); kv.add(0, k); kv.add(1, v) }
+      }
+      a.deletionVector.foreach(d => fillGroup(g.addGroup(dv), dvType, d.toJson))
+      if (format.statsAsJson) a.stats.foreach(g.add(stats, _))
+      format.structs.foreach(_.fill(g, t, a))
+    }
   }
 
   // ---- Parquet group <-> JSON ------------------------------------------------------------------------------------
