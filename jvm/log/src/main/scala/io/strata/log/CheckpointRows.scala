@@ -44,14 +44,18 @@ private[log] final class CheckpointRows(t: GroupType) {
       if (present(pvField)) stringMap(g.getGroup(pvField, 0)) else Map.empty,
       long(g, sizeField), long(g, mtimeField), g.getBoolean(dataChangeField, 0),
       if (present(statsField)) Some(g.getString(statsField, 0))
-      else if (present(parsedStatsField)) Some(parsedStats(g.getGroup(parsedStatsField, 0))) else None,
+      else if (present(parsedStatsField)) parsedStats(g.getGroup(parsedStatsField, 0)) else None,
       if (present(tagsField)) stringMap(g.getGroup(tagsField, 0)).collect { case (k, Some(v)) => k -> v } else Map.empty,
       extra(g),
       if (present(dvField)) Some(deletionVector(g.getGroup(dvField, 0))) else None)
   }
 
-  /** `stats_parsed` as the JSON `stats` would hold it (the same statistics: typed bounds, counts, tightBounds). */
-  private def parsedStats(p: Group): String = ActionCodec.mapper.writeValueAsString(TypedColumns.groupToStatsJson(p))
+  /**
+   * `stats_parsed` as the JSON `stats` would hold it (the same statistics: typed bounds, counts, tightBounds); None
+   * when it holds nothing (a file written without statistics).
+   */
+  private def parsedStats(p: Group): Option[String] =
+    Some(TypedColumns.groupToStatsJson(p)).filterNot(_.isEmpty).map(ActionCodec.mapper.writeValueAsString)
 
   private def extra(g: Group): Option[com.fasterxml.jackson.databind.node.ObjectNode] = {
     var out: com.fasterxml.jackson.databind.node.ObjectNode = null

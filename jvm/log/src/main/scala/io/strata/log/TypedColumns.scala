@@ -9,11 +9,10 @@ import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.{JsonNodeFactory, ObjectNode}
 import org.apache.parquet.example.data.Group
 import org.apache.parquet.io.api.Binary
-import org.apache.parquet.schema.{GroupType, PrimitiveType, Type, Types}
+import org.apache.parquet.schema.{PrimitiveType, Type, Types}
 import org.apache.parquet.schema.LogicalTypeAnnotation._
 import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName._
 
-import scala.jdk.CollectionConverters._
 import scala.util.Try
 
 /**
@@ -182,9 +181,4 @@ private[log] object TypedColumns {
     val julianDay = buf.getInt
     (julianDay - 2440588L) * 86400L * Micros + nanos / 1000L
   }
-
-  /** Field `name` of group type `t` as a primitive type, if it is one. */
-  def fieldIndex(t: GroupType, name: String): Int = if (t.containsField(name)) t.getFieldIndex(name) else -1
-
-  def fields(t: GroupType): Seq[Type] = t.getFields.asScala.toSeq
 }
