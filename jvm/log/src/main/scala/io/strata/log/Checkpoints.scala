@@ -129,7 +129,7 @@ object Checkpoints {
   /** The actions of a checkpoint's rows, in order, one row at a time; closes the file after the last (or on an error). */
   private final class RowGroupActions(reader: ParquetFileReader, projection: MessageType, fileSchema: MessageType,
                                       columns: Array[String], addColumn: Int,
-                                      addRows: CheckpointRows) extends Iterator[Action] {
+                                      addRows: CheckpointRows) extends Iterator[Action] with AutoCloseable {
     private var records: org.apache.parquet.io.RecordReader[Group] = null
     private var rowsLeft = 0L
     private var pending: Action = null // a row holds one action (a row of several gives them in column order)
@@ -155,6 +155,9 @@ object Checkpoints {
       } catch { case e: Throwable => done = true; reader.close(); throw e }
       pending != null || more.nonEmpty
     }
+
+    /** Closes the file early (a reader that stops before the end). */
+    def close(): Unit = if (!done) { done = true; reader.close() }
 
     def next(): Action = {
       if (!hasNext) throw new NoSuchElementException("checkpoint exhausted")

@@ -216,8 +216,8 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
       .getOrElse(listing.checkpoints(version).head.getModificationTime)
     val segment = LogSegment(version, cp, cpFiles, commits.map(_._2.getPath), lastTs)
     val replay = new Snapshot.Replay(tablePath)
-    cpFiles.foreach { f =>
-      try store.readCheckpoint(f).foreach(replay.apply) catch {
+    new CheckpointParts(cpFiles, store.readCheckpoint).foreach { (f, actions) =>
+      try actions.foreach(replay.apply) catch {
         case e: MalformedActionException => throw new CheckpointUnreadable(
           CorruptLogException("STRATA_CORRUPT_LOG",
             s"Checkpoint file $f holds a malformed action: ${e.messageText}.", e))

@@ -98,6 +98,26 @@ class MultiPartCheckpointSuite extends AnyFunSuite with LogTestSupport {
     assert(e.getMessage.contains("named by _last_checkpoint is missing or incomplete"), e.getMessage)
   }
 
+  test("an unreadable part (read ahead on another thread): the previous checkpoint is used, the error logged") {
+    val (table, log) = tableOf(8, Some("4"))
+    log.writeCheckpoint(log.snapshot()) // version 1, 3 parts
+    log.startTransaction().commit(Seq(add("g.parquet")), Operation("WRITE"))
+    val s2 = log.snapshot()
+    log.writeCheckpoint(s2)
+    for (p <- Seq(3, 1)) { // the last part, then the first (read in the caller's turn first)
+      val part = logDir(table).resolve(partName(2, p, 3))
+      val good = Files.readAllBytes(part)
+      Files.write(part, "not parquet".getBytes(UTF_8))
+      SnapshotCache.invalidate(log.tablePath.toString)
+      val s = TableLog.forPath(hpath(table), newConf()).snapshot()
+      assert(s.version == 2L && s.segment.checkpointVersion.contains(1L), s"part $p: ${s.segment}")
+      assert(s.files.map(_.path).toSet == s2.files.map(_.path).toSet)
+      Files.write(part, good)
+    }
+    SnapshotCache.invalidate(log.tablePath.toString)
+    assert(TableLog.forPath(hpath(table), newConf()).snapshot().segment.checkpointVersion.contains(2L))
+  }
+
   test("a part that fails to write: no checkpoint is left and _last_checkpoint is untouched; the commit stands") {
     val table = tempDir("multipart-fail")
     val conf = newConf()
