@@ -11,7 +11,7 @@ import org.apache.hadoop.fs.Path
  * process's peak RSS while writing. `log/Test/runMain io.strata.log.bench.CheckpointProbe <files> <dir> <mode>`,
  * one JVM per mode: `legacy` (what TableLog.checkpoint did before multi-part checkpoints: every action collected into
  * a Vector, then one file) or `parts=<actions per part>` (CheckpointWriter: slices written in parallel). The
- * checkpoint goes to a scratch log beside the table, which is left as it was.
+ * checkpoint goes to a scratch log beside the table, which is left as it was; the table is then loaded from it.
  */
 object CheckpointProbe {
   def main(args: Array[String]): Unit = {
@@ -48,6 +48,12 @@ object CheckpointProbe {
     val hwm = scala.io.Source.fromFile("/proc/self/status").getLines().find(_.startsWith("VmHWM")).getOrElse("?")
     println(f"$mode: ${snapshot.numFiles} files -> $files file(s), ${bytes / 1e6}%.1f MB in $secs%.1f s; " +
       f"peak heap in use ${(peakHeap - baseHeap) / 1e6}%.0f MB above the loaded table; process $hwm")
+    // and a cold load of the table from that checkpoint alone (parts are read ahead on other threads)
+    SnapshotCache.invalidate(out.tablePath.toString)
+    System.gc()
+    val t1 = System.nanoTime()
+    val loaded = TableLog.forPath(new Path(scratch.toUri), conf).snapshotAt(0)
+    println(f"  cold load of ${loaded.numFiles} files from it: ${(System.nanoTime() - t1) / 1e9}%.1f s")
     LogTestSupport.deleteRecursively(scratch)
   }
 }
