@@ -18,7 +18,7 @@ final case class WrittenCheckpoint(version: Long, files: Seq[Path], actions: Lon
  * Strata's Hadoop setting `strata.checkpoint.partSize`, which wins). Parts are written in parallel, each from its own
  * slice of the snapshot's files (nothing is copied into a list first), each whole before it appears; `_last_checkpoint`
  * is written only after every part is there, and a reader uses a multi-part checkpoint only when all its parts are.
- * A failed part deletes the parts already written.
+ * A failed part deletes the parts this attempt created.
  */
 object CheckpointWriter {
   val PartSizeKey = "strata.checkpoint.partSize"
@@ -75,9 +75,14 @@ object CheckpointWriter {
     WrittenCheckpoint(snapshot.version, paths, total, bytes)
   }
 
-  /** Runs the part writes (in parallel when there are several); on a failure deletes what was written, then throws. */
+  /**
+   * Runs the part writes (in parallel when there are several); on a failure deletes the parts this attempt created
+   * (never one that was there before it: an earlier complete checkpoint of the version may be what readers rely on,
+   * its commits already cleaned up), then throws.
+   */
   private def runAll(tasks: Seq[Callable[Long]], paths: Seq[Path], log: TableLog): Long = {
     if (tasks.size == 1) return tasks.head.call()
+    val existed = paths.filter(log.store.fs.exists).toSet
     val threads = math.min(tasks.size, math.max(1, Runtime.getRuntime.availableProcessors))
     val pool = Executors.newFixedThreadPool(threads, (r: Runnable) => {
       val t = new Thread(r, "strata-checkpoint-part"); t.setDaemon(true); t
@@ -87,7 +92,7 @@ object CheckpointWriter {
       val results = futures.map(f => scala.util.Try(f.get()))
       results.collectFirst { case scala.util.Failure(e) => e } match {
         case Some(e) =>
-          paths.foreach { p => try log.store.fs.delete(p, false) catch { case NonFatal(_) => } }
+          paths.filterNot(existed).foreach { p => try log.store.fs.delete(p, false) catch { case NonFatal(_) => } }
           throw e match { case ee: java.util.concurrent.ExecutionException if ee.getCause != null => ee.getCause; case o => o }
         case None => results.map(_.get).sum
       }

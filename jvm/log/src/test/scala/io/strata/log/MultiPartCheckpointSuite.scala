@@ -139,6 +139,24 @@ class MultiPartCheckpointSuite extends AnyFunSuite with LogTestSupport {
     assert(s.files.map(_.path).toSet == Set("a", "b", "c", "d", "e").map(_ + ".parquet"))
   }
 
+  test("a failed rewrite of a version's checkpoint keeps the complete parts that were there before it") {
+    val table = tempDir("multipart-rewrite")
+    val conf = newConf()
+    conf.set(FaultInjectingLogStore.Setting._1, FaultInjectingLogStore.Setting._2)
+    conf.set(CheckpointWriter.PartSizeKey, "3")
+    val log = createTable(table, metadata(configuration = Map("delta.checkpointInterval" -> "1000")), conf = conf)
+    append(log, add("a.parquet"), add("b.parquet"), add("c.parquet"), add("d.parquet")) // 6 actions: 2 parts
+    val s1 = log.snapshot()
+    log.writeCheckpoint(s1)
+    val before = checkpointNames(table)
+    assert(before == Seq(partName(1, 1, 2), partName(1, 2, 2)))
+    intercept[java.io.IOException](FaultInjectingLogStore.withFailingCheckpointFiles(_.getName == partName(1, 2, 2))(
+      log.writeCheckpoint(s1)))
+    assert(checkpointNames(table) == before)
+    SnapshotCache.invalidate(log.tablePath.toString)
+    assert(TableLog.forPath(hpath(table), newConf()).snapshot().segment.checkpointVersion.contains(1L))
+  }
+
   test("the post-commit checkpoint of a due version is multi-part; the cached table's segment names every part") {
     val table = tempDir("multipart-hook")
     val conf = newConf()
