@@ -19,6 +19,8 @@ private[log] final class CheckpointRows(t: GroupType) {
     (index("path"), index("size"), index("modificationTime"), index("dataChange"))
   private val (statsField, pvField, tagsField, dvField) =
     (index("stats"), index("partitionValues"), index("tags"), index("deletionVector"))
+  /** `stats_parsed`, when read (only where some row may lack JSON `stats`): those rows' statistics. */
+  private val parsedStatsField = index("stats_parsed")
   /** Fields of this file's `add` column that are no AddFile field. */
   private val unknownFields = (0 until t.getFieldCount).filterNot(i => Known(t.getFieldName(i))).toArray
 
@@ -41,11 +43,19 @@ private[log] final class CheckpointRows(t: GroupType) {
     AddFile(path,
       if (present(pvField)) stringMap(g.getGroup(pvField, 0)) else Map.empty,
       long(g, sizeField), long(g, mtimeField), g.getBoolean(dataChangeField, 0),
-      if (present(statsField)) Some(g.getString(statsField, 0)) else None,
+      if (present(statsField)) Some(g.getString(statsField, 0))
+      else if (present(parsedStatsField)) parsedStats(g.getGroup(parsedStatsField, 0)) else None,
       if (present(tagsField)) stringMap(g.getGroup(tagsField, 0)).collect { case (k, Some(v)) => k -> v } else Map.empty,
       extra(g),
       if (present(dvField)) Some(deletionVector(g.getGroup(dvField, 0))) else None)
   }
+
+  /**
+   * `stats_parsed` as the JSON `stats` would hold it (the same statistics: typed bounds, counts, tightBounds); None
+   * when it holds nothing (a file written without statistics).
+   */
+  private def parsedStats(p: Group): Option[String] =
+    Some(TypedColumns.groupToStatsJson(p)).filterNot(_.isEmpty).map(ActionCodec.mapper.writeValueAsString)
 
   private def extra(g: Group): Option[com.fasterxml.jackson.databind.node.ObjectNode] = {
     var out: com.fasterxml.jackson.databind.node.ObjectNode = null
@@ -62,7 +72,7 @@ private[log] final class CheckpointRows(t: GroupType) {
 
 private object CheckpointRows {
   private val Known = Set("path", "partitionValues", "size", "modificationTime", "dataChange", "stats", "tags",
-    "deletionVector")
+    "deletionVector", "stats_parsed")
 
   /** Letters, digits and `/ - _ . =` only: a valid URI reference without parsing it (nearly every data file path). */
   private def plainPath(p: String): Boolean = {

@@ -68,11 +68,40 @@ object Checkpoints {
   /** Fields as a Java list with constant-time `get` (Parquet's GroupType indexes its fields on every value read). */
   private def arrayList(fields: Iterable[Type]): java.util.List[Type] = new java.util.ArrayList[Type](fields.asJavaCollection)
 
-  /** An action column without the checkpoint-only typed copies (not even read: `stats_parsed` can be most bytes). */
-  private def withoutTypedCopies(t: Type): Type = t match {
+  /**
+   * An action column without the checkpoint-only typed copies (not read: `stats_parsed` can be most bytes), except
+   * add's `stats_parsed` when `keepParsedStats`: some add rows have no JSON `stats` ([[CheckpointRows]] then takes
+   * their statistics from it).
+   */
+  private def withoutTypedCopies(t: Type, keepParsedStats: Boolean): Type = t match {
     case g: GroupType if g.getFields.asScala.exists(f => CheckpointOnlyFields.contains(f.getName)) =>
-      g.withNewFields(arrayList(g.getFields.asScala.filterNot(f => CheckpointOnlyFields.contains(f.getName))))
+      def dropped(name: String) =
+        CheckpointOnlyFields.contains(name) && !(keepParsedStats && g.getName == "add" && name == "stats_parsed")
+      g.withNewFields(arrayList(g.getFields.asScala.filterNot(f => dropped(f.getName))))
     case other => other
+  }
+
+  /**
+   * Whether some add row of the file may lack JSON `stats`: the column is missing, or a row group's `add.stats`
+   * chunk has more nulls than its `add.path` chunk (or does not say how many). Delta-spark writes such files with
+   * `delta.checkpoint.writeStatsAsJson=false`.
+   */
+  private def addRowsMayLackStats(footer: org.apache.parquet.hadoop.metadata.ParquetMetadata): Boolean = {
+    val stats = "add.stats"; val path = "add.path"
+    footer.getBlocks.asScala.exists { block =>
+      val chunks = block.getColumns.asScala.map(c => c.getPath.toDotString -> c).toMap
+      (chunks.get(stats), chunks.get(path)) match {
+        case (None, Some(_)) => true
+        case (Some(s), Some(p)) =>
+          def nulls(c: org.apache.parquet.hadoop.metadata.ColumnChunkMetaData): Long = {
+            val st: org.apache.parquet.column.statistics.Statistics[_] = c.getStatistics
+            if (st == null || !st.isNumNullsSet) -1L else st.getNumNulls
+          }
+          val (sn, pn) = (nulls(s), nulls(p))
+          sn < 0 || pn < 0 || sn > pn
+        case _ => false
+      }
+    }
   }
 
   /**
@@ -86,7 +115,9 @@ object Checkpoints {
     val reader = ParquetFileReader.open(HadoopInputFile.fromPath(path, conf), HadoopReadOptions.builder(conf).build())
     try {
       val fileSchema = reader.getFooter.getFileMetaData.getSchema
-      val wanted = fileSchema.getFields.asScala.filter(f => ActionColumns.contains(f.getName)).map(withoutTypedCopies).toSeq
+      val keepParsedStats = addRowsMayLackStats(reader.getFooter)
+      val wanted = fileSchema.getFields.asScala.filter(f => ActionColumns.contains(f.getName))
+        .map(withoutTypedCopies(_, keepParsedStats)).toSeq
       val projection = new MessageType(fileSchema.getName, arrayList(wanted))
       reader.setRequestedSchema(projection)
       val addColumn = wanted.indexWhere(_.getName == "add")
@@ -98,7 +129,7 @@ object Checkpoints {
   /** The actions of a checkpoint's rows, in order, one row at a time; closes the file after the last (or on an error). */
   private final class RowGroupActions(reader: ParquetFileReader, projection: MessageType, fileSchema: MessageType,
                                       columns: Array[String], addColumn: Int,
-                                      addRows: CheckpointRows) extends Iterator[Action] {
+                                      addRows: CheckpointRows) extends Iterator[Action] with AutoCloseable {
     private var records: org.apache.parquet.io.RecordReader[Group] = null
     private var rowsLeft = 0L
     private var pending: Action = null // a row holds one action (a row of several gives them in column order)
@@ -125,6 +156,9 @@ object Checkpoints {
       pending != null || more.nonEmpty
     }
 
+    /** Closes the file early (a reader that stops before the end). */
+    def close(): Unit = if (!done) { done = true; reader.close() }
+
     def next(): Action = {
       if (!hasNext) throw new NoSuchElementException("checkpoint exhausted")
       if (pending != null) { val a = pending; pending = null; a } else more.dequeue()
@@ -144,21 +178,67 @@ object Checkpoints {
     }
   }
 
-  /** Writes `actions` as a single-file checkpoint at `path` (which must not exist). Returns its size in bytes. */
-  def write(path: Path, actions: Iterator[Action], conf: Configuration): Long = {
-    val factory = new SimpleGroupFactory(WriteSchema)
+  /**
+   * How a checkpoint's rows are written: the typed copies of add's statistics and partition values
+   * (`delta.checkpoint.writeStatsAsStruct`), and whether the JSON `stats` column is filled
+   * (`delta.checkpoint.writeStatsAsJson`; when not, it stays null).
+   */
+  final case class Format(structs: Option[CheckpointStructs] = None, statsAsJson: Boolean = true) {
+    lazy val schema: MessageType = structs.filter(_.fields.nonEmpty) match {
+      case None => WriteSchema
+      case Some(s) => new MessageType(WriteSchema.getName, arrayList(WriteSchema.getFields.asScala.map { f =>
+        if (f.getName != "add") f else f.asGroupType.withNewFields(arrayList(f.asGroupType.getFields.asScala ++ s.fields))
+      }))
+    }
+  }
+  object Format { val Default: Format = Format() }
+
+  /** Writes `actions` as one checkpoint file at `path` (which must not exist). Returns its size in bytes. */
+  def write(path: Path, actions: Iterator[Action], conf: Configuration, format: Format = Format.Default): Long = {
+    val schema = format.schema
+    val factory = new SimpleGroupFactory(schema)
     val writer = ExampleParquetWriter.builder(HadoopOutputFile.fromPath(path, conf))
-      .withType(WriteSchema).withConf(conf).withCompressionCodec(CompressionCodecName.SNAPPY)
+      .withType(schema).withConf(conf).withCompressionCodec(CompressionCodecName.SNAPPY)
       .withWriteMode(ParquetFileWriter.Mode.CREATE).build()
-    try actions.foreach { a =>
-      val key = ActionCodec.key(a)
-      if (ActionColumns.contains(key)) {
+    val columns = ActionColumns.map(k => k -> schema.getType(schema.getFieldIndex(k)).asGroupType).toMap
+    val adds = new AddRows(columns("add"), format)
+    val addColumn = schema.getFieldIndex("add")
+    try actions.foreach {
+      case add: AddFile => // nearly every row: straight into its fields, no JSON tree
         val row = factory.newGroup()
-        fillGroup(row.addGroup(key), WriteSchema.getType(WriteSchema.getFieldIndex(key)).asGroupType, ActionCodec.toJson(a))
+        adds.fill(row.addGroup(addColumn), add)
         writer.write(row)
-      }
+      case a =>
+        val key = ActionCodec.key(a)
+        columns.get(key).foreach { t =>
+          val row = factory.newGroup()
+          fillGroup(row.addGroup(key), t, ActionCodec.toJson(a))
+          writer.write(row)
+        }
     } finally writer.close()
     path.getFileSystem(conf).getFileStatus(path).getLen
+  }
+
+  /** Writes add actions into the `add` column `t` as [[fillGroup]] would write their JSON form. */
+  private final class AddRows(t: GroupType, format: Format) {
+    private val Seq(path, partitionValues, size, mtime, dataChange, tags, dv, stats) =
+      Seq("path", "partitionValues", "size", "modificationTime", "dataChange", "tags", "deletionVector", "stats")
+        .map(t.getFieldIndex)
+    private val dvType = t.getType(dv).asGroupType
+
+    def fill(g: Group, a: AddFile): Unit = {
+      g.add(path, a.path)
+      val pv = g.addGroup(partitionValues)
+      a.partitionValues.foreach { case (k, v) => val kv = pv.addGroup(0); kv.add(0, k); v.foreach(kv.add(1, _)) }
+      g.add(size, a.size); g.add(mtime, a.modificationTime); g.add(dataChange, a.dataChange)
+      if (a.tags.nonEmpty) {
+        val m = g.addGroup(tags)
+        a.tags.foreach { case (k, v) => val kv = m.addGroup(0); kv.add(0, k); kv.add(1, v) }
+      }
+      a.deletionVector.foreach(d => fillGroup(g.addGroup(dv), dvType, d.toJson))
+      if (format.statsAsJson) a.stats.foreach(g.add(stats, _))
+      format.structs.foreach(_.fill(g, t, a))
+    }
   }
 
   // ---- Parquet group <-> JSON ------------------------------------------------------------------------------------

@@ -16,6 +16,9 @@ object FileNames {
 
   def deltaFile(logPath: Path, version: Long): Path = new Path(logPath, f"$version%020d.json")
   def checkpointFile(logPath: Path, version: Long): Path = new Path(logPath, f"$version%020d.checkpoint.parquet")
+  /** Part `part` (from 1) of a checkpoint in `parts` files. */
+  def checkpointPart(logPath: Path, version: Long, part: Int, parts: Int): Path =
+    new Path(logPath, f"$version%020d.checkpoint.$part%010d.$parts%010d.parquet")
   def lastCheckpoint(logPath: Path): Path = new Path(logPath, LastCheckpointName)
 
   /** What a file in `_delta_log` is, from its name alone. */

@@ -29,10 +29,11 @@ trait LogStore {
   def readCheckpoint(path: Path): Iterator[Action] = Checkpoints.read(path, fs.getConf)
 
   /** Writes a checkpoint file whole under a temporary name, then renames it into place; returns its size. */
-  def writeCheckpoint(path: Path, actions: Iterator[Action]): Long = {
+  def writeCheckpoint(path: Path, actions: Iterator[Action],
+                      format: Checkpoints.Format = Checkpoints.Format.Default): Long = {
     val tmp = tempPath(path)
     try {
-      val size = Checkpoints.write(tmp, actions, fs.getConf)
+      val size = Checkpoints.write(tmp, actions, fs.getConf, format)
       if (!fs.rename(tmp, path) && !fs.exists(path)) throw new IOException(s"Could not rename $tmp to $path")
       size
     } finally fs.delete(tmp, false)

@@ -100,9 +100,9 @@ object CheckpointHook extends PostCommitHook {
 
   private def write(commit: CommittedVersion, s: Snapshot): Unit = {
     val (log, version) = (commit.log, commit.version)
-    log.checkpoint(s)
+    val written = log.writeCheckpoint(s)
     for (_ <- commit.snapshot; status <- commit.commitFile) {
-      val segment = LogSegment(version, Some(version), Seq(FileNames.checkpointFile(log.logPath, version)), Nil,
+      val segment = LogSegment(version, Some(version), written.files, Nil,
         s.segment.lastCommitTimestamp)
       SnapshotCache.put(log.tablePath.toString, s.withSegment(segment), Some(status))
     }

@@ -120,12 +120,12 @@ final class S3LogStore(val fs: FileSystem) extends LogStore {
   }
 
   /** Written whole to a local file first, then uploaded: the checkpoint appears whole or not at all. */
-  override def writeCheckpoint(path: Path, actions: Iterator[Action]): Long = {
+  override def writeCheckpoint(path: Path, actions: Iterator[Action], format: Checkpoints.Format): Long = {
     val local = File.createTempFile("strata-checkpoint-", ".parquet")
     Files.delete(local.toPath) // the Parquet writer creates it
     val localPath = new Path(local.toURI)
     try {
-      val size = Checkpoints.write(localPath, actions, fs.getConf)
+      val size = Checkpoints.write(localPath, actions, fs.getConf, format)
       fs.copyFromLocalFile(false, true, localPath, path)
       size
     } finally {

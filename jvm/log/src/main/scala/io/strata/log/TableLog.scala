@@ -2,7 +2,6 @@ package io.strata.log
 
 import java.io.FileNotFoundException
 
-import com.fasterxml.jackson.databind.node.ObjectNode
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, Path}
 
@@ -217,8 +216,8 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
       .getOrElse(listing.checkpoints(version).head.getModificationTime)
     val segment = LogSegment(version, cp, cpFiles, commits.map(_._2.getPath), lastTs)
     val replay = new Snapshot.Replay(tablePath)
-    cpFiles.foreach { f =>
-      try store.readCheckpoint(f).foreach(replay.apply) catch {
+    new CheckpointParts(cpFiles, store.readCheckpoint).foreach { (f, actions) =>
+      try actions.foreach(replay.apply) catch {
         case e: MalformedActionException => throw new CheckpointUnreadable(
           CorruptLogException("STRATA_CORRUPT_LOG",
             s"Checkpoint file $f holds a malformed action: ${e.messageText}.", e))
@@ -242,17 +241,16 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
    */
   def startTransaction(base: Option[Snapshot]): Transaction = new Transaction(this, base)
 
-  /** Writes a classic checkpoint of `snapshot` and points `_last_checkpoint` at it; returns the checkpoint file. */
-  def checkpoint(snapshot: Snapshot): Path = {
+  /**
+   * Writes a classic checkpoint of `snapshot` (one file, or parts: [[CheckpointWriter]]) and points
+   * `_last_checkpoint` at it; returns its first file.
+   */
+  def checkpoint(snapshot: Snapshot): Path = writeCheckpoint(snapshot).files.head
+
+  /** As [[checkpoint]], with every file written. */
+  def writeCheckpoint(snapshot: Snapshot): WrittenCheckpoint = {
     val retentionMs = TableLog.tombstoneRetentionMillis(snapshot.metadata.configuration)
-    val path = FileNames.checkpointFile(logPath, snapshot.version)
-    val actions = snapshot.checkpointActions(System.currentTimeMillis() - retentionMs).toVector
-    val bytes = store.writeCheckpoint(path, actions.iterator)
-    val hint = ActionCodec.mapper.createObjectNode()
-      .put("version", snapshot.version).put("size", actions.size.toLong).put("sizeInBytes", bytes)
-      .put("numOfAddFiles", snapshot.files.size.toLong)
-    store.overwrite(FileNames.lastCheckpoint(logPath), Seq(ActionCodec.mapper.writeValueAsString(hint: ObjectNode)))
-    path
+    CheckpointWriter.write(this, snapshot, CheckpointWriter.partSize(conf), System.currentTimeMillis() - retentionMs)
   }
 }
 

@@ -6,7 +6,7 @@ import java.nio.file.{Files, Paths, StandardCopyOption}
 import java.util.concurrent.CountDownLatch
 import java.util.concurrent.atomic.AtomicReference
 
-import io.strata.log.{Action, ActionCodec, FileNames, LocalLogStore, LogStore, SetTransaction}
+import io.strata.log.{Action, ActionCodec, Checkpoints, FileNames, LocalLogStore, LogStore, SetTransaction}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 
@@ -33,13 +33,13 @@ class FaultInjectingLogStore(val fs: FileSystem) extends LogStore {
       real.putIfAbsent(path, lines)
     }
 
-  override def writeCheckpoint(path: Path, actions: Iterator[Action]): Long = {
+  override def writeCheckpoint(path: Path, actions: Iterator[Action], format: Checkpoints.Format): Long = {
     FaultInjectingLogStore.checkpointGate.get().foreach { gate =>
       // A checkpoint written in the committing thread would wait here for good: fail instead of hanging the test.
       if (!gate.await(60, java.util.concurrent.TimeUnit.SECONDS)) throw new IOException(s"checkpoint gate not opened")
     }
-    if (FaultInjectingLogStore.failCheckpoints) throw new IOException(s"injected: cannot write checkpoint $path")
-    else real.writeCheckpoint(path, actions)
+    if (FaultInjectingLogStore.failCheckpoints(path)) throw new IOException(s"injected: cannot write checkpoint $path")
+    else real.writeCheckpoint(path, actions, format)
   }
 }
 
@@ -47,7 +47,7 @@ object FaultInjectingLogStore {
   /** The Hadoop setting that plugs this store in for `file` tables. */
   val Setting: (String, String) = LogStore.implKey("file") -> classOf[FaultInjectingLogStore].getName
 
-  @volatile private var failCheckpoints = false
+  @volatile private var failCheckpoints: Path => Boolean = _ => false
   @volatile private var haltCode: Option[Int] = None
   private val rival = new AtomicReference[Option[() => Unit]](None)
 
@@ -74,9 +74,12 @@ object FaultInjectingLogStore {
   }
 
   /** Runs `body` with every checkpoint write failing (an IOException). */
-  def withFailingCheckpoints[T](body: => T): T = {
-    failCheckpoints = true
-    try body finally failCheckpoints = false
+  def withFailingCheckpoints[T](body: => T): T = withFailingCheckpointFiles(_ => true)(body)
+
+  /** Runs `body` with the writes of the checkpoint files (or parts) `fails` selects failing (an IOException). */
+  def withFailingCheckpointFiles[T](fails: Path => Boolean)(body: => T): T = {
+    failCheckpoints = fails
+    try body finally failCheckpoints = _ => false
   }
 
   /**

@@ -17,22 +17,7 @@ object ScaleProbe {
     val dir = if (args.length > 1) new java.io.File(args(1)) else Files.createTempDirectory("scale").toFile
     val table = new Path(dir.toURI)
     val conf = new Configuration()
-    val log = TableLog.forPath(table, conf)
-    if (!log.exists) {
-      val t0 = System.nanoTime()
-      val logDir = new java.io.File(dir, "_delta_log"); logDir.mkdirs()
-      val w = Files.newBufferedWriter(new java.io.File(logDir, f"${0}%020d.json").toPath)
-      w.write("""{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}""" + "\n")
-      w.write("""{"metaData":{"id":"scale","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[{\"name\":\"id\",\"type\":\"long\",\"nullable\":true,\"metadata\":{}},{\"name\":\"p\",\"type\":\"integer\",\"nullable\":true,\"metadata\":{}}]}","partitionColumns":["p"],"configuration":{},"createdTime":0}}""" + "\n")
-      (0 until n).foreach { i =>
-        val p = i % 1000
-        w.write(s"""{"add":{"path":"p=$p/part-${"%05d".format(i % 100000)}-${java.util.UUID.nameUUIDFromBytes(BigInt(i).toByteArray)}.c000.snappy.parquet","partitionValues":{"p":"$p"},"size":${1000 + i % 777},"modificationTime":1700000000000,"dataChange":true,"stats":"{\\"numRecords\\":10,\\"minValues\\":{\\"id\\":${i * 10}},\\"maxValues\\":{\\"id\\":${i * 10 + 9}},\\"nullCount\\":{\\"id\\":0}}"}}""" + "\n")
-      }
-      w.close()
-      val s = TableLog.forPath(table, conf).snapshotAt(0)
-      log.checkpoint(s)
-      println(f"generated $n files in ${(System.nanoTime() - t0) / 1e9}%.1f s at $dir")
-    }
+    generate(n, dir, conf)
     def heap(): Long = { System.gc(); System.gc(); val r = Runtime.getRuntime; r.totalMemory - r.freeMemory }
     val before = heap()
     val t1 = System.nanoTime()
@@ -56,6 +41,26 @@ object ScaleProbe {
       val r = txn.commit(Seq(AddFile(s"p=1/new-$i-${System.nanoTime()}.parquet", Map("p" -> Some("1")), 10L, 0L,
         dataChange = true)), Operation("WRITE"))
       println(f"one-file append -> v${r.version}: ${(System.nanoTime() - t) / 1e6}%.0f ms")
+    }
+  }
+  /** Writes the synthetic table (commit 0 of `n` adds, then a checkpoint) into `dir` unless it is there. */
+  def generate(n: Int, dir: java.io.File, conf: Configuration): Unit = {
+    val table = new Path(dir.toURI)
+    val log = TableLog.forPath(table, conf)
+    if (!log.exists) {
+      val t0 = System.nanoTime()
+      val logDir = new java.io.File(dir, "_delta_log"); logDir.mkdirs()
+      val w = Files.newBufferedWriter(new java.io.File(logDir, f"${0}%020d.json").toPath)
+      w.write("""{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}""" + "\n")
+      w.write("""{"metaData":{"id":"scale","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[{\"name\":\"id\",\"type\":\"long\",\"nullable\":true,\"metadata\":{}},{\"name\":\"p\",\"type\":\"integer\",\"nullable\":true,\"metadata\":{}}]}","partitionColumns":["p"],"configuration":{},"createdTime":0}}""" + "\n")
+      (0 until n).foreach { i =>
+        val p = i % 1000
+        w.write(s"""{"add":{"path":"p=$p/part-${"%05d".format(i % 100000)}-${java.util.UUID.nameUUIDFromBytes(BigInt(i).toByteArray)}.c000.snappy.parquet","partitionValues":{"p":"$p"},"size":${1000 + i % 777},"modificationTime":1700000000000,"dataChange":true,"stats":"{\\"numRecords\\":10,\\"minValues\\":{\\"id\\":${i * 10}},\\"maxValues\\":{\\"id\\":${i * 10 + 9}},\\"nullCount\\":{\\"id\\":0}}"}}""" + "\n")
+      }
+      w.close()
+      val s = TableLog.forPath(table, conf).snapshotAt(0)
+      log.checkpoint(s)
+      println(f"generated $n files in ${(System.nanoTime() - t0) / 1e9}%.1f s at $dir")
     }
   }
 }

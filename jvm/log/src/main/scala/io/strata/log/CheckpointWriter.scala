@@ -1,0 +1,101 @@
+package io.strata.log
+
+import java.util.concurrent.{Callable, Executors, Future}
+
+import com.fasterxml.jackson.databind.node.ObjectNode
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+
+import scala.util.control.NonFatal
+
+/** What a checkpoint write produced: its files (parts in order), actions and bytes. */
+final case class WrittenCheckpoint(version: Long, files: Seq[Path], actions: Long, bytes: Long)
+
+/**
+ * Writes a classic checkpoint of a snapshot (PROTOCOL.md, "Checkpoints"): one file, or `n.checkpoint.o.p.parquet`
+ * parts of at most `partSize` actions each when it holds more (delta-spark's SQL conf
+ * `spark.databricks.delta.checkpoint.partSize`, which Spark copies into every Hadoop configuration it makes, or
+ * Strata's Hadoop setting `strata.checkpoint.partSize`, which wins). Parts are written in parallel, each from its own
+ * slice of the snapshot's files (nothing is copied into a list first), each whole before it appears; `_last_checkpoint`
+ * is written only after every part is there, and a reader uses a multi-part checkpoint only when all its parts are.
+ * A failed part deletes the parts this attempt created.
+ */
+object CheckpointWriter {
+  val PartSizeKey = "strata.checkpoint.partSize"
+  val DeltaPartSizeKey = "spark.databricks.delta.checkpoint.partSize"
+  /** delta-spark's default: a table below five million actions gets a single file. */
+  val DefaultPartSize = 5000000L
+
+  /** Actions per part from the Hadoop configuration (Strata's setting over delta-spark's), validated. */
+  def partSize(conf: Configuration): Long = Seq(PartSizeKey, DeltaPartSizeKey).flatMap(k => Option(conf.get(k)).map(k -> _))
+    .headOption.map { case (k, v) =>
+      v.trim.toLongOption.filter(_ > 0).getOrElse(throw InvalidTableOperationException("STRATA_INVALID_CONF_VALUE",
+        Map("setting" -> k, "value" -> v, "allowed" -> "a positive whole number (actions per checkpoint part)")))
+    }.getOrElse(DefaultPartSize)
+
+  /** How rows are written for a table with `s`'s metadata (`delta.checkpoint.writeStatsAsStruct` / `...AsJson`). */
+  def format(s: Snapshot): Checkpoints.Format = {
+    val conf = s.metadata.configuration
+    def flag(key: String, default: Boolean) = conf.get(key).map(_.trim.equalsIgnoreCase("true")).getOrElse(default)
+    val structs = if (flag(CheckpointStructs.WriteStatsAsStructKey, default = false))
+      Some(CheckpointStructs.of(s.metadata, s.filesByPartition.map(_._1))) else None
+    Checkpoints.Format(structs, statsAsJson = flag(CheckpointStructs.WriteStatsAsJsonKey, default = true))
+  }
+
+  def write(log: TableLog, snapshot: Snapshot, partSize: Long, tombstoneCutoff: Long): WrittenCheckpoint = {
+    val header: IndexedSeq[Action] = (Iterator(snapshot.protocol, snapshot.metadata) ++
+      snapshot.transactions.valuesIterator ++ snapshot.domains.valuesIterator.filterNot(_.removed)).toIndexedSeq
+    val tombstones = snapshot.tombstones
+    val kept = tombstones.indices.filter(i => tombstones(i).deletionTimestamp.forall(_ > tombstoneCutoff))
+    val files = snapshot.files
+    val total = header.size.toLong + kept.size + files.size
+    val parts = math.max(1L, (total + partSize - 1) / partSize)
+    require(parts <= Int.MaxValue / 2, s"$parts checkpoint parts")
+    val n = parts.toInt
+    def action(i: Long): Action =
+      if (i < header.size) header(i.toInt)
+      else if (i < header.size + kept.size) tombstones(kept((i - header.size).toInt))
+      else files((i - header.size - kept.size).toInt)
+    val format = this.format(snapshot)
+    val paths = if (n == 1) Seq(FileNames.checkpointFile(log.logPath, snapshot.version))
+      else (1 to n).map(p => FileNames.checkpointPart(log.logPath, snapshot.version, p, n))
+    val bounds = (0 to n).map(k => total * k / n)
+    val tasks = paths.indices.map { k =>
+      new Callable[Long] {
+        def call(): Long = log.store.writeCheckpoint(paths(k),
+          Iterator.range(0, (bounds(k + 1) - bounds(k)).toInt).map(j => action(bounds(k) + j)), format)
+      }
+    }
+    val bytes = runAll(tasks, paths, log)
+    val hint = ActionCodec.mapper.createObjectNode()
+      .put("version", snapshot.version).put("size", total)
+    if (n > 1) hint.put("parts", n)
+    hint.put("sizeInBytes", bytes).put("numOfAddFiles", files.size.toLong)
+    log.store.overwrite(FileNames.lastCheckpoint(log.logPath), Seq(ActionCodec.mapper.writeValueAsString(hint: ObjectNode)))
+    WrittenCheckpoint(snapshot.version, paths, total, bytes)
+  }
+
+  /**
+   * Runs the part writes (in parallel when there are several); on a failure deletes the parts this attempt created
+   * (never one that was there before it: an earlier complete checkpoint of the version may be what readers rely on,
+   * its commits already cleaned up), then throws.
+   */
+  private def runAll(tasks: Seq[Callable[Long]], paths: Seq[Path], log: TableLog): Long = {
+    if (tasks.size == 1) return tasks.head.call()
+    val existed = paths.filter(log.store.fs.exists).toSet
+    val threads = math.min(tasks.size, math.max(1, Runtime.getRuntime.availableProcessors))
+    val pool = Executors.newFixedThreadPool(threads, (r: Runnable) => {
+      val t = new Thread(r, "strata-checkpoint-part"); t.setDaemon(true); t
+    })
+    try {
+      val futures: Seq[Future[Long]] = tasks.map(t => pool.submit(t))
+      val results = futures.map(f => scala.util.Try(f.get()))
+      results.collectFirst { case scala.util.Failure(e) => e } match {
+        case Some(e) =>
+          paths.filterNot(existed).foreach { p => try log.store.fs.delete(p, false) catch { case NonFatal(_) => } }
+          throw e match { case ee: java.util.concurrent.ExecutionException if ee.getCause != null => ee.getCause; case o => o }
+        case None => results.map(_.get).sum
+      }
+    } finally pool.shutdownNow()
+  }
+}
