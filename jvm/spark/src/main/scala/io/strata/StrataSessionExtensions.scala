@@ -11,5 +11,10 @@ import org.apache.spark.sql.SparkSessionExtensions
 class StrataSessionExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     // Optimizer rules are added here, one line each: extensions.injectOptimizerRule(session => Rule(session)).
+
+    // Aggregates answered from the log: path reads' rule (after the operator optimizations), and the plan of both
+    // path and catalog reads' answers (named in EXPLAIN, no Spark job).
+    extensions.injectPreCBORule(session => io.strata.read.LogAggregateRule(session))
+    extensions.injectPlannerStrategy(_ => io.strata.read.LogAggregateStrategy)
   }
 }

@@ -46,6 +46,18 @@ private[log] final class FileSet private (
     groups.map { case (code, ps) => dict.values(code) -> new FileSet.View(ps.length, i => { val p = ps(i); columns(p).addFile(row(p)) }) }
   }
 
+  /**
+   * As [[byPartition]], but each group's statistics and deletion vectors only, read in place from the columns: an
+   * aggregate answered from the log touches no `AddFile` (a million-file count builds none).
+   */
+  def statsByPartition: Seq[(Map[String, Option[String]], FileStatistics)] = {
+    val dict = base.partitionDictionary
+    groups.map { case (code, ps) =>
+      dict.values(code) -> new FileStatistics(ps.length, i => { val p = ps(i); columns(p).statsJson(row(p)).orNull },
+        i => { val p = ps(i); columns(p).deletionVector(row(p)) })
+    }
+  }
+
   /** Live positions by partition code (4 bytes a file), built once. */
   private lazy val groups: Seq[(Int, Array[Int])] = {
     val counts = new java.util.HashMap[Integer, Integer]()

@@ -1,6 +1,6 @@
 package io.strata.read
 
-import io.strata.log.DeletionVectorDescriptor
+import io.strata.log.{DeletionVectorDescriptor, FileStatistics}
 import io.strata.table.StatsSkipping
 import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.sql.SparkSession
@@ -15,9 +15,15 @@ import scala.collection.mutable
 final case class IndexedFile(path: Path, size: Long, modificationTime: Long, partitionValues: InternalRow,
                              stats: Option[String] = None, deletionVector: Option[DeletionVectorDescriptor] = None)
 
-/** The files of one partition of a [[LogFileIndex]]: its typed values, and its files, built when first needed. */
-final class IndexedPartition(val values: InternalRow, load: => Seq[IndexedFile]) {
+/**
+ * The files of one partition of a [[LogFileIndex]]: its typed values, and its files, built when first needed.
+ * `statistics`: the files' statistics read in place from the log (aggregates answered from the log use these, and
+ * build no files); when not given, taken from the built files.
+ */
+final class IndexedPartition(val values: InternalRow, load: => Seq[IndexedFile], statistics: => FileStatistics = null) {
   lazy val files: Seq[IndexedFile] = load
+  lazy val stats: FileStatistics = Option(statistics).getOrElse(
+    FileStatistics.of(files.map(f => (f.stats, f.deletionVector)).toIndexedSeq))
 }
 
 /**
@@ -34,7 +40,7 @@ final class LogFileIndex(
     spark: SparkSession,
     root: Path,
     partitions: Seq[IndexedPartition],
-    tableSchema: StructType,
+    val tableSchema: StructType,
     override val partitionSchema: StructType,
     options: Map[String, String],
     override val readVersion: Long,
@@ -71,7 +77,15 @@ final class LogFileIndex(
    * may live anywhere), then files skipped by their statistics ([[StatsSkipping]]).
    */
   override def listFiles(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Seq[PartitionDirectory] = {
-    val kept = if (partitionFilters.isEmpty || partitionSchema.isEmpty) partitions else {
+    val skipping = StatsSkipping(dataSchema, dataFilters)
+    prunedPartitions(partitionFilters)
+      .map(p => PartitionDirectory(p.values, p.files.filter(f => skipping.mayMatch(f.stats)).map(scanned)))
+      .filter(_.files.nonEmpty)
+  }
+
+  /** The partitions whose log values match `partitionFilters` (over partition columns only), none of them built. */
+  def prunedPartitions(partitionFilters: Seq[Expression]): Seq[IndexedPartition] =
+    if (partitionFilters.isEmpty || partitionSchema.isEmpty) partitions else {
       val bound = partitionFilters.reduce(org.apache.spark.sql.catalyst.expressions.And).transform {
         case a: org.apache.spark.sql.catalyst.expressions.AttributeReference =>
           val i = partitionSchema.fields.indexWhere(_.name.equalsIgnoreCase(a.name))
@@ -81,10 +95,6 @@ final class LogFileIndex(
       predicate.initialize(0)
       partitions.filter(p => predicate.eval(p.values))
     }
-    val skipping = StatsSkipping(dataSchema, dataFilters)
-    kept.map(p => PartitionDirectory(p.values, p.files.filter(f => skipping.mayMatch(f.stats)).map(scanned)))
-      .filter(_.files.nonEmpty)
-  }
 
   private def dataSchema: StructType =
     StructType(tableSchema.fields.filterNot(f => partitionSchema.fieldNames.exists(_.equalsIgnoreCase(f.name))))
