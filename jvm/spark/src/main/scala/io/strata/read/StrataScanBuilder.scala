@@ -45,10 +45,16 @@ final class StrataScanBuilder(spark: SparkSession, index: Boolean => Partitionin
    */
   // Aggregates answered from the log (LogAggregateScan); Spark pushes them only when every filter was pushed.
   private var aggregated: Option[LogAggregateScan] = None
-  private def logAggregate(a: Aggregation): Option[LogAggregateScan] = plainIndex match {
-    case index: LogFileIndex if ReadConf.aggregatePushdown(spark) => LogAggregateScan.pushed(index, filters, a)
-    case _ => None
-  }
+  private var asked: Option[(Aggregation, Option[LogAggregateScan])] = None // Spark asks up to 4 times
+  private def logAggregate(a: Aggregation): Option[LogAggregateScan] = asked.collect { case (b, s) if b eq a => s }
+    .getOrElse {
+      val scan = plainIndex match {
+        case index: LogFileIndex if ReadConf.aggregatePushdown(spark) => LogAggregateScan.pushed(index, filters, a)
+        case _ => None
+      }
+      asked = Some(a -> scan)
+      scan
+    }
   override def supportCompletePushDown(a: Aggregation): Boolean = logAggregate(a).isDefined
   override def pushAggregation(a: Aggregation): Boolean = { aggregated = logAggregate(a); aggregated.isDefined }
 
