@@ -20,17 +20,18 @@ import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRela
  * `spark.strata.read.aggregatePushdown.enabled=false`.
  */
 final case class LogAggregateRule(spark: SparkSession) extends Rule[LogicalPlan] {
+  // Never in a streaming query: its aggregates keep state across micro-batches (and a batch is not a snapshot).
   override def apply(plan: LogicalPlan): LogicalPlan =
-    if (!plan.exists(_.isInstanceOf[Aggregate]) || !ReadConf.aggregatePushdown(spark)) plan
+    if (plan.isStreaming || !plan.exists(_.isInstanceOf[Aggregate])) plan
     else plan.transformDown { case a: Aggregate => rewrite(a).getOrElse(a) }
 
   private def rewrite(agg: Aggregate): Option[LogicalPlan] = agg.child match {
-    case PhysicalOperation(projects, filters, rel: LogicalRelation) => (rel.relation match {
+    case PhysicalOperation(projects, filters, rel: LogicalRelation) if !rel.isStreaming => (rel.relation match {
       case fs: HadoopFsRelation => Some(fs.location)
       case _ => None
     }) match {
-      case Some(index: LogFileIndex) if !filters.exists(SubqueryExpression.hasSubquery) =>
-        answer(agg, projects, filters, rel, index)
+      case Some(index: LogFileIndex) if !filters.exists(SubqueryExpression.hasSubquery) &&
+        ReadConf.aggregatePushdown(spark) => answer(agg, projects, filters, rel, index)
       case _ => None
     }
     case _ => None
