@@ -227,7 +227,10 @@ def test_timestamp_partitions_in_a_non_utc_session(spark: SparkSession, tables: 
         spark.conf.set("spark.sql.session.timeZone", "UTC")
 
 
-def test_the_setting_is_checked(spark: SparkSession, tables: dict[str, Path]) -> None:
+def test_the_setting_and_read_options_are_checked(spark: SparkSession, tables: dict[str, Path]) -> None:
+    # An aggregate answered from the log still refuses a misspelt read option, as a scan does.
+    with pytest.raises(Exception, match=r"Unknown option 'versionAsOff'"):
+        spark.read.option("versionAsOff", "1").table(f"strata.`{tables['strata']}`").count()
     spark.conf.set(CONF, "maybe")
     try:
         with pytest.raises(Exception, match=r"STRATA_INVALID_CONF_VALUE.*aggregatePushdown.*true or false"):

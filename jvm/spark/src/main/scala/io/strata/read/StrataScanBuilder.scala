@@ -58,7 +58,10 @@ final class StrataScanBuilder(spark: SparkSession, index: Boolean => Partitionin
   override def supportCompletePushDown(a: Aggregation): Boolean = logAggregate(a).isDefined
   override def pushAggregation(a: Aggregation): Boolean = { aggregated = logAggregate(a); aggregated.isDefined }
 
-  override def build(): Scan = aggregated.getOrElse(buildScan())
+  override def build(): Scan = aggregated match {
+    case Some(scan) => checkBatchOptions(); scan
+    case None => buildScan()
+  }
 
   private def buildScan(): Scan = streamScan match {
     case Some(stream) if !pruned && filters.isEmpty => stream(() => batchScan())
