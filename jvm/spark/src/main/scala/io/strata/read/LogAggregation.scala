@@ -125,13 +125,7 @@ object LogAggregation {
                   }
                 } else dataFact(agg, dataOrdinal(c), facts, deleted, live).getOrElse(return None)
             }
-            g.values(a) = (aggregates(a), g.values(a), update) match {
-              case (LogAggregate.CountRows | _: LogAggregate.Count, old, n: Long) => (if (old == null) 0L else old.asInstanceOf[Long]) + n
-              case (_, old, null) => old
-              case (_, null, v) => v
-              case (_: LogAggregate.Min, old, v) => if (orderings(a).lt(v, old)) v else old
-              case (_, old, v) => if (orderings(a).gt(v, old)) v else old
-            }
+            g.values(a) = merge(aggregates(a), orderings(a), g.values(a), update)
             a += 1
           }
         }
@@ -153,6 +147,15 @@ object LogAggregation {
     val grouping = if (groupOrdinals.isEmpty) "" else groupOrdinals.map(partSchema(_).name).mkString(" group by [", ", ", "]")
     Some(Answer(schema, rows, s"StrataLogAggregate [${aggregates.map(_.describe).mkString(", ")}]$grouping from the " +
       s"log of version ${index.readVersion} ($files files in ${partitions.size} partitions)"))
+  }
+
+  /** A group's running value of `agg` with one file's: counts add up, bounds keep the least / greatest non-null. */
+  private def merge(agg: LogAggregate, ordering: Ordering[Any], old: Any, update: Any): Any = (agg, old, update) match {
+    case (LogAggregate.CountRows | _: LogAggregate.Count, _, n: Long) => (if (old == null) 0L else old.asInstanceOf[Long]) + n
+    case (_, _, null) => old
+    case (_, null, _) => update
+    case (_: LogAggregate.Min, _, _) => if (ordering.lt(update, old)) update else old
+    case _ => if (ordering.gt(update, old)) update else old
   }
 
   /**
