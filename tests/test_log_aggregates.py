@@ -67,6 +67,8 @@ SAFE = {
     "expression": "SELECT count(*) + 1 AS n, max(id) - min(id) AS spread FROM {t} WHERE q = 1",
     "no partition": "SELECT count(*), min(id), max(p) FROM {t} WHERE p = 'none'",
     "no group": "SELECT q, count(*) FROM {t} WHERE p = 'none' GROUP BY q",
+    # Inside a larger plan the answer is executed as an RDD, not collected on the driver.
+    "in a union": "SELECT count(*) AS n FROM {t} UNION ALL SELECT max(id) FROM {t} WHERE p = 'a'",
 }
 # Never from the log: truncated strings, floating point, millisecond timestamps, decimals beyond 15 digits, data
 # filters, DISTINCT.
