@@ -12,8 +12,16 @@ import org.apache.spark.sql.SparkSessionExtensions
 class StrataSessionExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     // Optimizer rules are added here, one line each: extensions.injectOptimizerRule(session => Rule(session)).
+<<<<<<< HEAD
     // Pre-CBO: after the operator optimizations pushed filters down to the relations, before join planning and
     // cost-based reordering read the relations' sizes (delta-spark's PrepareDeltaScan runs there too).
     extensions.injectPreCBORule(_ => PruneLogFileIndex)
+=======
+
+    // Aggregates answered from the log: path reads' rule (after the operator optimizations), and the plan of both
+    // path and catalog reads' answers (named in EXPLAIN, no Spark job).
+    extensions.injectPreCBORule(session => io.strata.read.LogAggregateRule(session))
+    extensions.injectPlannerStrategy(_ => io.strata.read.LogAggregateStrategy)
+>>>>>>> agg
   }
 }

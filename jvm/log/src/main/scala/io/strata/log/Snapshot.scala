@@ -40,6 +40,9 @@ final class Snapshot private[log] (
    */
   def filesByPartition: Seq[(Map[String, Option[String]], IndexedSeq[AddFile])] = fileSet.byPartition
 
+  /** The statistics of the live files, grouped as [[filesByPartition]] groups them (same groups, same order). */
+  def statsByPartition: Seq[(Map[String, Option[String]], FileStatistics)] = fileSet.statsByPartition
+
   /** When this version was committed (the commit file's modification time), in epoch milliseconds. */
   def timestamp: Long = segment.lastCommitTimestamp
   def partitionColumns: Seq[String] = metadata.partitionColumns

@@ -1,6 +1,6 @@
 package io.strata.read
 
-import io.strata.log.DeletionVectorDescriptor
+import io.strata.log.{DeletionVectorDescriptor, FileStatistics}
 import io.strata.table.StatsSkipping
 import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.sql.SparkSession
@@ -15,9 +15,15 @@ import scala.collection.mutable
 final case class IndexedFile(path: Path, size: Long, modificationTime: Long, partitionValues: InternalRow,
                              stats: Option[String] = None, deletionVector: Option[DeletionVectorDescriptor] = None)
 
-/** The files of one partition of a [[LogFileIndex]]: its typed values, and its files, built when first needed. */
-final class IndexedPartition(val values: InternalRow, load: => Seq[IndexedFile]) {
+/**
+ * The files of one partition of a [[LogFileIndex]]: its typed values, and its files, built when first needed.
+ * `statistics`: the files' statistics read in place from the log (aggregates answered from the log use these, and
+ * build no files); when not given, taken from the built files.
+ */
+final class IndexedPartition(val values: InternalRow, load: => Seq[IndexedFile], statistics: => FileStatistics = null) {
   lazy val files: Seq[IndexedFile] = load
+  lazy val stats: FileStatistics = Option(statistics).getOrElse(
+    FileStatistics.of(files.map(f => (f.stats, f.deletionVector)).toIndexedSeq))
 }
 
 /**
@@ -36,7 +42,7 @@ final class LogFileIndex(
     spark: SparkSession,
     root: Path,
     partitions: Seq[IndexedPartition],
-    tableSchema: StructType,
+    val tableSchema: StructType,
     override val partitionSchema: StructType,
     options: Map[String, String],
     override val readVersion: Long,
@@ -73,7 +79,7 @@ final class LogFileIndex(
     files.toSeq.groupBy(_.path.getParent).map { case (dir, fs) => dir -> fs.map(status).toArray }
 
   /** The partitions whose log values `partitionFilters` keep (the others' files are never built). */
-  private def keptPartitions(partitionFilters: Seq[Expression]): Seq[IndexedPartition] =
+  def prunedPartitions(partitionFilters: Seq[Expression]): Seq[IndexedPartition] =
     if (partitionFilters.isEmpty || partitionSchema.isEmpty) partitions else {
       val bound = partitionFilters.reduce(And).transform {
         case a: AttributeReference =>
@@ -89,7 +95,7 @@ final class LogFileIndex(
   private def select(partitionFilters: Seq[Expression], dataFilters: Seq[Expression])
       : Seq[(IndexedPartition, Seq[IndexedFile])] = {
     val skipping = StatsSkipping(dataSchema, dataFilters)
-    keptPartitions(partitionFilters).map(p => p -> p.files.filter(f => skipping.mayMatch(f.stats)))
+    prunedPartitions(partitionFilters).map(p => p -> p.files.filter(f => skipping.mayMatch(f.stats)))
   }
 
   /**

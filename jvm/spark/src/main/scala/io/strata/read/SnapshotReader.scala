@@ -58,9 +58,11 @@ object SnapshotReader {
       // Every live file, grouped by partition by the log core: a partition's files are built when a scan keeps it.
       val table = TableSchema.of(snapshot.metadata)
       val zone = SparkInternals.sessionZone(spark)
-      val partitions = snapshot.filesByPartition.map { case (values, files) =>
+      // The same groups, in the same order: the statistics ride along for aggregates answered from the log.
+      val stats = snapshot.statsByPartition
+      val partitions = snapshot.filesByPartition.zip(stats).map { case ((values, files), group) =>
         val row = CatalystValues.partitionRow(table.partitionSchema, values, zone)
-        new IndexedPartition(row, files.map(f => indexed(snapshot.tablePath, f, row)))
+        new IndexedPartition(row, files.map((f: AddFile) => indexed(snapshot.tablePath, f, row)), group._2)
       }
       index(spark, snapshot.tablePath, table, snapshot.version, partitions, snapshot.hasDeletionVectors,
         timeTravel, withFileColumn = false, snapshot.sizeInBytes)

@@ -3,7 +3,10 @@ package io.strata.read
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.connector.expressions.filter.Predicate
-import org.apache.spark.sql.connector.read.{Scan, ScanBuilder, SupportsPushDownRequiredColumns}
+import io.strata.config.ReadConf
+import org.apache.spark.sql.connector.expressions.aggregate.Aggregation
+import org.apache.spark.sql.connector.read.{Scan, ScanBuilder, SupportsPushDownAggregates,
+  SupportsPushDownRequiredColumns}
 import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex
 import org.apache.spark.sql.internal.connector.SupportsPushDownCatalystFilters
 import org.apache.spark.sql.types.StructType
@@ -20,7 +23,8 @@ final class StrataScanBuilder(spark: SparkSession, index: Boolean => Partitionin
                               dataSchema: StructType, options: CaseInsensitiveStringMap,
                               streamScan: Option[(() => Scan) => Scan] = None,
                               checkBatchOptions: () => Unit = () => ())
-    extends ScanBuilder with SupportsPushDownCatalystFilters with SupportsPushDownRequiredColumns {
+    extends ScanBuilder with SupportsPushDownCatalystFilters with SupportsPushDownRequiredColumns
+    with SupportsPushDownAggregates {
   private val plainIndex = index(false)
   private val plain = ParquetScans.builder(spark, plainIndex, schema, dataSchema, options)
   private var filters: Seq[Expression] = Nil
@@ -39,7 +43,27 @@ final class StrataScanBuilder(spark: SparkSession, index: Boolean => Partitionin
    * The batch scan; or, when Spark builds without pruning columns or pushing filters (what it does for a streaming
    * read, once, at query start) and the table streams, `streamScan` of it.
    */
-  override def build(): Scan = streamScan match {
+  // Aggregates answered from the log (LogAggregateScan); Spark pushes them only when every filter was pushed.
+  private var aggregated: Option[LogAggregateScan] = None
+  private var asked: Option[(Aggregation, Option[LogAggregateScan])] = None // Spark asks up to 4 times
+  private def logAggregate(a: Aggregation): Option[LogAggregateScan] = asked.collect { case (b, s) if b eq a => s }
+    .getOrElse {
+      val scan = plainIndex match {
+        case index: LogFileIndex if ReadConf.aggregatePushdown(spark) => LogAggregateScan.pushed(index, filters, a)
+        case _ => None
+      }
+      asked = Some(a -> scan)
+      scan
+    }
+  override def supportCompletePushDown(a: Aggregation): Boolean = logAggregate(a).isDefined
+  override def pushAggregation(a: Aggregation): Boolean = { aggregated = logAggregate(a); aggregated.isDefined }
+
+  override def build(): Scan = aggregated match {
+    case Some(scan) => checkBatchOptions(); scan
+    case None => buildScan()
+  }
+
+  private def buildScan(): Scan = streamScan match {
     case Some(stream) if !pruned && filters.isEmpty => stream(() => batchScan())
     case _ => batchScan()
   }
