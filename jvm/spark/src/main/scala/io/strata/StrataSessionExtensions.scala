@@ -11,17 +11,12 @@ import org.apache.spark.sql.SparkSessionExtensions
  */
 class StrataSessionExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
-    // Optimizer rules are added here, one line each: extensions.injectOptimizerRule(session => Rule(session)).
-<<<<<<< HEAD
     // Pre-CBO: after the operator optimizations pushed filters down to the relations, before join planning and
-    // cost-based reordering read the relations' sizes (delta-spark's PrepareDeltaScan runs there too).
-    extensions.injectPreCBORule(_ => PruneLogFileIndex)
-=======
-
-    // Aggregates answered from the log: path reads' rule (after the operator optimizations), and the plan of both
-    // path and catalog reads' answers (named in EXPLAIN, no Spark job).
+    // cost-based reordering read the relations' sizes (delta-spark's PrepareDeltaScan runs there too). Aggregates
+    // answered from the log first (they replace the scan, and read statistics in place); what remains is pruned.
     extensions.injectPreCBORule(session => io.strata.read.LogAggregateRule(session))
+    extensions.injectPreCBORule(_ => PruneLogFileIndex)
+    // The plan of both path and catalog reads' log answers (named in EXPLAIN, no Spark job).
     extensions.injectPlannerStrategy(_ => io.strata.read.LogAggregateStrategy)
->>>>>>> agg
   }
 }

@@ -52,7 +52,6 @@ private[log] final class FileSet private (
     }
   }
 
-<<<<<<< HEAD
   /** Live positions of partition code `code`, in order. */
   private def positionsOf(code: Int): Array[Int] = {
     val out = new Array[Int](totals.countOf(code))
@@ -62,38 +61,20 @@ private[log] final class FileSet private (
     })
     if (n != out.length) throw new IllegalStateException(s"Partition $code: counted ${out.length} files, found $n.")
     out
-=======
-  /**
-   * As [[byPartition]], but each group's statistics and deletion vectors only, read in place from the columns: an
-   * aggregate answered from the log touches no `AddFile` (a million-file count builds none).
-   */
-  def statsByPartition: Seq[(Map[String, Option[String]], FileStatistics)] = {
-    val dict = base.partitionDictionary
-    groups.map { case (code, ps) =>
-      dict.values(code) -> new FileStatistics(ps.length, i => { val p = ps(i); columns(p).statsJson(row(p)).orNull },
-        i => { val p = ps(i); columns(p).deletionVector(row(p)) })
-    }
   }
 
-  /** Live positions by partition code (4 bytes a file), built once. */
-  private lazy val groups: Seq[(Int, Array[Int])] = {
-    val counts = new java.util.HashMap[Integer, Integer]()
-    val order = scala.collection.mutable.ArrayBuffer.empty[Int]
-    live.foreach { p =>
-      val c = columns(p).partitionCode(row(p))
-      val n = counts.get(c)
-      if (n == null) { counts.put(c, 1); order += c } else counts.put(c, n + 1)
+  /**
+   * As [[byPartition]] (same groups, same order), but each group's statistics and deletion vectors only, read in
+   * place from the columns: an aggregate answered from the log touches no `AddFile` (a million-file count builds none).
+   */
+  def statsByPartition: Seq[(Map[String, Option[String]], FileStatistics)] = {
+    val dict = runs.head.cols.partitionDictionary
+    (0 until totals.codeLimit).filter(totals.countOf(_) > 0).map { code =>
+      lazy val ps = positionsOf(code)
+      dict.values(code) -> new FileStatistics(totals.countOf(code),
+        i => { val r = run(ps(i)); r.cols.statsJson(ps(i) - r.start).orNull },
+        i => { val r = run(ps(i)); r.cols.deletionVector(ps(i) - r.start) })
     }
-    val byCode = order.map(c => c -> new Array[Int](counts.get(c))).toMap
-    val filled = new java.util.HashMap[Integer, Integer]()
-    live.foreach { p =>
-      val c = columns(p).partitionCode(row(p))
-      val i = Option(filled.get(c)).fold(0)(_.intValue)
-      byCode(c)(i) = p
-      filled.put(c, i + 1)
-    }
-    order.toSeq.map(c => c -> byCode(c))
->>>>>>> agg
   }
 
   def sizeInBytes: Long = totals.bytes
