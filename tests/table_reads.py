@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +55,13 @@ def commit_actions(path: Path, version: int) -> list[dict[str, Any]]:
     """The actions of one JSON commit, as parsed JSON objects."""
     text = (path / "_delta_log" / f"{version:020d}.json").read_text(encoding="utf-8")
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+@contextlib.contextmanager
+def session_time_zone(spark: SparkSession, zone: str) -> Iterator[str]:
+    """The session in time zone `zone` for the block, back in UTC (the test session's zone) after it."""
+    spark.conf.set("spark.sql.session.timeZone", zone)
+    try:
+        yield zone
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")

@@ -17,7 +17,7 @@ from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 from delta_spark_peer import Peer
-from table_reads import delta_rs_tuples, strata_json, strata_tuples
+from table_reads import delta_rs_tuples, session_time_zone, strata_json, strata_tuples
 
 ZONE = "America/Los_Angeles"
 SCHEMA = "id long, ts timestamp, amt decimal(12,3), s string, nested struct<x: int, y: string>, p date"
@@ -27,11 +27,10 @@ COLUMNS = ["id", "ts", "amt", "s", "nested", "p"]
 @pytest.fixture
 def la_session(spark: SparkSession) -> Iterator[SparkSession]:
     """The Strata session in a non-UTC zone (timestamps and their statistics must not move)."""
-    spark.conf.set("spark.sql.session.timeZone", ZONE)
     try:
-        yield spark
+        with session_time_zone(spark, ZONE):
+            yield spark
     finally:
-        spark.conf.set("spark.sql.session.timeZone", "UTC")
         spark.conf.unset("spark.databricks.delta.checkpoint.partSize")
 
 

@@ -24,6 +24,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from peers.delta_spark_job import DV_TABLES, DV_TIME_ZONE_TABLES, OTHER_TIME_ZONE
+import table_reads
 from table_reads import delta_rs_tuples, plain, strata_json
 from test_delta_spark_interop import run_delta_spark
 
@@ -205,11 +206,8 @@ def test_deltalake_reads_latest_version_as_strata(spark: SparkSession, dv: dict[
 
 @pytest.fixture
 def session_time_zone(spark: SparkSession) -> Iterator[str]:
-    spark.conf.set("spark.sql.session.timeZone", OTHER_TIME_ZONE)
-    try:
-        yield OTHER_TIME_ZONE
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    with table_reads.session_time_zone(spark, OTHER_TIME_ZONE) as zone:
+        yield zone
 
 
 @pytest.mark.parametrize("name,api", [(name, api) for name in DV_TIME_ZONE_TABLES for api in APIS])

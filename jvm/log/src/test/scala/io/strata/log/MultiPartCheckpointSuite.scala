@@ -25,6 +25,14 @@ class MultiPartCheckpointSuite extends AnyFunSuite with LogTestSupport {
     (table, log)
   }
 
+  /** A configuration whose log store can fail chosen checkpoint files, with parts of `partSize` actions. */
+  private def faultInjectingConf(partSize: Int) = {
+    val conf = newConf()
+    conf.set(FaultInjectingLogStore.Setting._1, FaultInjectingLogStore.Setting._2)
+    conf.set(CheckpointWriter.PartSizeKey, partSize.toString)
+    conf
+  }
+
   // 8 files + protocol + metadata = 10 actions
   for ((partSize, parts) <- Seq(10 -> 1, 11 -> 1, 9 -> 2, 5 -> 2, 4 -> 3, 3 -> 4, 1 -> 10)) {
     test(s"10 actions with partSize $partSize: $parts part(s), none above the size, each action once") {
@@ -120,9 +128,7 @@ class MultiPartCheckpointSuite extends AnyFunSuite with LogTestSupport {
 
   test("a part that fails to write: no checkpoint is left and _last_checkpoint is untouched; the commit stands") {
     val table = tempDir("multipart-fail")
-    val conf = newConf()
-    conf.set(FaultInjectingLogStore.Setting._1, FaultInjectingLogStore.Setting._2)
-    conf.set(CheckpointWriter.PartSizeKey, "3")
+    val conf = faultInjectingConf(partSize = 3)
     val log = createTable(table, metadata(configuration = Map("delta.checkpointInterval" -> "2")), conf = conf)
     append(log, add("a.parquet"), add("b.parquet"))
     append(log, add("c.parquet")) // version 2: checkpoint of 5 actions, 2 parts
@@ -141,9 +147,7 @@ class MultiPartCheckpointSuite extends AnyFunSuite with LogTestSupport {
 
   test("a failed rewrite of a version's checkpoint keeps the complete parts that were there before it") {
     val table = tempDir("multipart-rewrite")
-    val conf = newConf()
-    conf.set(FaultInjectingLogStore.Setting._1, FaultInjectingLogStore.Setting._2)
-    conf.set(CheckpointWriter.PartSizeKey, "3")
+    val conf = faultInjectingConf(partSize = 3)
     val log = createTable(table, metadata(configuration = Map("delta.checkpointInterval" -> "1000")), conf = conf)
     append(log, add("a.parquet"), add("b.parquet"), add("c.parquet"), add("d.parquet")) // 6 actions: 2 parts
     val s1 = log.snapshot()
