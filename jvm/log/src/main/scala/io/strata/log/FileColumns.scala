@@ -112,6 +112,8 @@ private[log] final class FileColumns(initialCapacity: Int, dictionary: FileColum
   def size(i: Int): Long = sizes(i)
   def time(i: Int): Long = times(i)
   def statsJson(i: Int): Option[String] = Option(stats(i))
+  /** Row i's statistics JSON, or null. */
+  def statsString(i: Int): String = stats(i)
   def partitionCode(i: Int): Int = partitions(i)
   def partitionValues(i: Int): Map[String, Option[String]] = dictionary.values(partitions(i))
   /** The row's deletion vector, or null. */

@@ -72,8 +72,9 @@ private[log] final class FileSet private (
     (0 until totals.codeLimit).filter(totals.countOf(_) > 0).map { code =>
       lazy val ps = positionsOf(code)
       dict.values(code) -> new FileStatistics(totals.countOf(code),
-        i => { val r = run(ps(i)); r.cols.statsJson(ps(i) - r.start).orNull },
-        i => { val r = run(ps(i)); r.cols.deletionVector(ps(i) - r.start) })
+        i => { val r = run(ps(i)); r.cols.statsString(ps(i) - r.start) },
+        i => { val r = run(ps(i)); r.cols.deletionVector(ps(i) - r.start) },
+        i => run(ps(i)).stats, i => ps(i) - run(ps(i)).start)
     }
   }
 
@@ -87,6 +88,10 @@ private[log] final class FileSet private (
 
   /** Heap bytes of this set's columns and indexes (most are shared with other snapshots). */
   def heapBytes: Long = runs.map(r => r.cols.heapBytes + r.index.heapBytes).sum + removed.heapBytes
+  /** Heap bytes of the typed statistics columns built so far ([[TypedStats]]). */
+  def typedStatsHeapBytes: Long = runs.map(r => r.stats.heapBytes).sum
+  /** Statistics columns built from JSON by this set's runs (tests: each column once per run). */
+  private[log] def statsColumnsBuilt: Long = runs.map(_.stats.columnsBuilt).sum
   def heapBytesWithoutStats: Long = runs.map(r => r.cols.heapBytesWithoutStats + r.index.heapBytes).sum +
     removed.heapBytes
 
@@ -99,6 +104,8 @@ private[log] object FileSet {
   private[log] final class Run(val cols: FileColumns, val index: KeyIndex, val start: Int) {
     def end: Int = start + cols.length
     lazy val groups: RowGroups = new RowGroups(cols)
+    /** The run's statistics as typed columns, each parsed when a query first needs it ([[TypedStats]]). */
+    lazy val stats: TypedStats = new TypedStats(cols.length, cols.statsString)
   }
 
   /** The run holding position `pos` (binary search over the runs' starts; a set has a few dozen runs at most). */

@@ -1,18 +1,45 @@
 package io.strata.log
 
 /**
- * The statistics JSON and deletion vector of each file of a group of live files, read where they are held (no
- * `AddFile` is built): what an aggregate answered from the log needs, column-wise.
+ * The statistics and deletion vector of each file of a group of live files, read where they are held (no `AddFile`
+ * is built): what skipping and aggregates answered from the log need, column-wise. File `i` sits at row `rowOf(i)`
+ * of the run whose typed statistics are `tableOf(i)` ([[TypedStats]]: columns parsed once per run, kept there).
  */
-final class FileStatistics(val length: Int, stats: Int => String, vectors: Int => DeletionVectorDescriptor) {
+final class FileStatistics private[log] (val length: Int, stats: Int => String,
+                                         vectors: Int => DeletionVectorDescriptor,
+                                         tableOf: Int => TypedStats, rowOf: Int => Int) {
   /** The file's statistics JSON, or null when it has none. */
   def statsJson(i: Int): String = stats(i)
   /** Rows the file's deletion vector marks deleted (0 without one). */
   def deletedRows(i: Int): Long = { val dv = vectors(i); if (dv == null) 0L else dv.cardinality }
+
+  /** The files at `indices` of this group, in that order. */
+  def subset(indices: IndexedSeq[Int]): FileStatistics =
+    new FileStatistics(indices.length, i => stats(indices(i)), i => vectors(indices(i)), i => tableOf(indices(i)),
+      i => rowOf(indices(i)))
+
+  /** The statistics of `columns` for these files, from the typed columns (built now if no query built them yet). */
+  def values(columns: IndexedSeq[StatsColumn]): StatsValues = new StatsValues {
+    private var lastTable: TypedStats = null
+    private var lastColumns: IndexedSeq[TypedStatsColumn] = null
+    private def cols(i: Int): IndexedSeq[TypedStatsColumn] = {
+      val t = tableOf(i)
+      if (t ne lastTable) { lastColumns = t.columnsOf(columns); lastTable = t }
+      lastColumns
+    }
+    def length: Int = FileStatistics.this.length
+    def numRecords(i: Int): Long = { cols(i); lastTable.numRecords(rowOf(i)) }
+    def tightBounds(i: Int): Int = { cols(i); lastTable.tightBounds(rowOf(i)) }
+    def nullCount(c: Int, i: Int): Long = cols(i)(c).nullCounts(rowOf(i))
+    def min(c: Int, i: Int): AnyRef = cols(i)(c).mins(rowOf(i))
+    def max(c: Int, i: Int): AnyRef = cols(i)(c).maxs(rowOf(i))
+  }
 }
 
 object FileStatistics {
   /** The statistics of files already built as actions (an explicit file list, e.g. a streaming micro-batch). */
-  def of(files: IndexedSeq[(Option[String], Option[DeletionVectorDescriptor])]): FileStatistics =
-    new FileStatistics(files.length, i => files(i)._1.orNull, i => files(i)._2.orNull)
+  def of(files: IndexedSeq[(Option[String], Option[DeletionVectorDescriptor])]): FileStatistics = {
+    lazy val table = TypedStats.of(files.map(_._1.orNull))
+    new FileStatistics(files.length, i => files(i)._1.orNull, i => files(i)._2.orNull, _ => table, i => i)
+  }
 }

@@ -88,6 +88,12 @@ object CheckpointHook extends PostCommitHook {
             } catch {
               case scala.util.control.NonFatal(e) => logger.warn(s"Background checkpoint of version $version of " +
                 s"${log.tablePath} failed; the commit itself has landed.", e)
+              // An error such as OutOfMemoryError would otherwise end this thread with no word of the table: the
+              // parts were deleted and `_last_checkpoint` not written ([[CheckpointWriter]]), the heap the write
+              // held is free again, and the next due version checkpoints on this thread.
+              case e: VirtualMachineError => logger.error(s"Background checkpoint of version $version of " +
+                s"${log.tablePath} failed with ${e.getClass.getSimpleName}; no checkpoint of this version was " +
+                "recorded, the commit itself has landed, and the next due version writes one.", e)
             }
           }
         case None =>

@@ -55,6 +55,9 @@ final class Snapshot private[log] (
   def stateHeapBytes: (Long, Long) =
     (fileSet.heapBytes + tombstoneSet.heapBytes, fileSet.heapBytesWithoutStats + tombstoneSet.heapBytesWithoutStats)
 
+  /** Heap bytes of the typed statistics columns queries have built so far (shared with related snapshots). */
+  def typedStatsHeapBytes: Long = fileSet.typedStatsHeapBytes
+
   /** The absolute location of a file named by an add or remove action. */
   def absolutePath(actionPath: String): Path = Snapshot.absolutePath(tablePath, actionPath)
 

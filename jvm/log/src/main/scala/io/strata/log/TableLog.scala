@@ -232,14 +232,21 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
 
   // ---- writing ---------------------------------------------------------------------------------------------------
 
-  /** Starts a transaction on the latest version (or on no table, to create one). */
-  def startTransaction(): Transaction = new Transaction(this, snapshotOption())
+  /**
+   * Starts a transaction on the latest version (or on no table, to create one). The settings its commit's automatic
+   * checkpoint reads are checked first: a mistyped one fails the write before it writes anything, never after its
+   * commit has landed (a post-commit hook can only log).
+   */
+  def startTransaction(): Transaction = { checkCommitSettings(); new Transaction(this, snapshotOption()) }
 
   /**
    * Starts a transaction on `base`, a snapshot of this table the caller already holds (the one a statement was
    * analyzed against): no log listing. Commits after it are checked as concurrent winners.
    */
-  def startTransaction(base: Option[Snapshot]): Transaction = new Transaction(this, base)
+  def startTransaction(base: Option[Snapshot]): Transaction = { checkCommitSettings(); new Transaction(this, base) }
+
+  /** The checkpoint part size (`strata.checkpoint.partSize` / delta-spark's) is valid where it is set. */
+  private def checkCommitSettings(): Unit = CheckpointWriter.partSize(conf)
 
   /**
    * Writes a classic checkpoint of `snapshot` (one file, or parts: [[CheckpointWriter]]) and points

@@ -118,4 +118,53 @@ class PostCommitHookSuite extends AnyFunSuite with LogTestSupport with LoneEleme
     append(log, add("b.parquet"))
     assert(Files.exists(checkpointFile(table, 2L)))
   }
+
+  test("an OutOfMemoryError in a background checkpoint leaves no checkpoint and no hint; later ones are written") {
+    val table = tempDir()
+    val conf = newConf()
+    conf.set(FaultInjectingLogStore.Setting._1, FaultInjectingLogStore.Setting._2)
+    conf.setLong(CheckpointHook.BackgroundMinFilesKey, 2L)
+    createTable(table, metadata(configuration = Map("delta.checkpointInterval" -> "2")))
+    val log = TableLog.forPath(hpath(table), conf)
+    append(log, add("a.parquet"))
+    // The error is handled (logged with table and version), not left to end the checkpoint thread uncaught.
+    val uncaught = new java.util.concurrent.ConcurrentLinkedQueue[Throwable]()
+    val previous = Thread.getDefaultUncaughtExceptionHandler
+    Thread.setDefaultUncaughtExceptionHandler((_, e) => uncaught.add(e))
+    try FaultInjectingLogStore.withCheckpointError(() => new OutOfMemoryError("injected: Java heap space")) {
+      val r = log.startTransaction().commit(Seq(add("b.parquet")), Operation("WRITE"))
+      assert(r.version == 2L) // the commit landed and returned
+      CheckpointHook.awaitBackground()
+    } finally Thread.setDefaultUncaughtExceptionHandler(previous)
+    assert(uncaught.isEmpty, uncaught)
+    def logFiles = logFileNames(table)
+    assert(!Files.exists(checkpointFile(table, 2L)))
+    assert(!logFiles.exists(_.contains(".tmp")), logFiles) // no half-written file
+    assert(log.lastCheckpointVersion().isEmpty)
+    append(log, add("c.parquet"))
+    append(log, add("d.parquet"))
+    CheckpointHook.awaitBackground()
+    assert(Files.exists(checkpointFile(table, 4L)) && log.lastCheckpointVersion().contains(4L))
+    assert(TableLog.forPath(hpath(table), newConf()).snapshot().files.map(_.path).toSet ==
+      Set("a.parquet", "b.parquet", "c.parquet", "d.parquet"))
+  }
+
+  test("a mistyped checkpoint part size fails a write before it commits, naming the setting") {
+    Seq(CheckpointWriter.PartSizeKey, CheckpointWriter.DeltaPartSizeKey).foreach { key =>
+      val table = tempDir()
+      createTable(table, metadata(configuration = Map("delta.checkpointInterval" -> "2")))
+      val conf = newConf()
+      conf.set(key, "10k")
+      val log = TableLog.forPath(hpath(table), conf)
+      val e = intercept[InvalidTableOperationException](log.startTransaction())
+      assert(e.getCondition == "STRATA_INVALID_CONF_VALUE" && e.getSqlState == "22022")
+      assert(e.getMessage.contains(key) && e.getMessage.contains("'10k'") && e.getMessage.contains("positive whole number"))
+      assert(latestVersion(table) == 0L) // nothing committed
+      conf.set(key, "2")
+      append(log, add("a.parquet"))
+      append(log, add("b.parquet")) // version 2: a checkpoint of 2 parts (4 actions, 2 a part)
+      assert(log.lastCheckpointVersion().contains(2L))
+      assert(logFileNames(table).count(n => n.contains(".checkpoint.") && n.endsWith(".parquet")) == 2)
+    }
+  }
 }

@@ -102,9 +102,10 @@ object LogAggregation {
       val key = groupOrdinals.map(o => p.values.get(o, partSchema(o).dataType))
       val g = groups.getOrElseUpdate(key, new Group(aggregates.length))
       val stats = p.stats
+      val values = stats.values(parser.statsColumns)
       var i = 0
       while (i < stats.length) {
-        val facts = parser.parse(stats.statsJson(i)).getOrElse(return None)
+        val facts = parser.facts(values, i).getOrElse(return None)
         val deleted = stats.deletedRows(i)
         val live = facts.numRecords - deleted
         if (live < 0) return None

@@ -91,11 +91,24 @@ final class LogFileIndex(
       partitions.filter(p => predicate.eval(p.values))
     }
 
-  /** Partitions pruned by their log values, then files skipped by their statistics ([[StatsSkipping]]). */
+  /**
+   * Partitions pruned by their log values, then files skipped by their statistics ([[StatsSkipping]], read from the
+   * typed statistics columns: parsed once per run of the table state, not per query) and partition values (a filter
+   * mixing partition and data columns). Each kept partition comes with its kept files' statistics.
+   */
   private def select(partitionFilters: Seq[Expression], dataFilters: Seq[Expression])
-      : Seq[(IndexedPartition, Seq[IndexedFile])] = {
-    val skipping = StatsSkipping(dataSchema, dataFilters)
-    prunedPartitions(partitionFilters).map(p => p -> p.files.filter(f => skipping.mayMatch(f.stats)))
+      : Seq[(IndexedPartition, Seq[IndexedFile], FileStatistics)] = {
+    val skipping = StatsSkipping(dataSchema, dataFilters, partitionSchema)
+    prunedPartitions(partitionFilters).map { p =>
+      if (skipping.isEmpty) (p, p.files, p.stats) else {
+        val values = p.stats.values(skipping.statsColumns)
+        val kept = (0 until p.stats.length).filter(i => skipping.mayMatch(values, i, p.values))
+        if (kept.size == p.stats.length) (p, p.files, p.stats) else {
+          val files = p.files.toIndexedSeq
+          (p, kept.map(files), p.stats.subset(kept))
+        }
+      }
+    }
   }
 
   /**
@@ -109,24 +122,27 @@ final class LogFileIndex(
       case Some(p) if !p.coveredBy(normalized(partitionFilters ++ dataFilters)) =>
         p.base.listFiles(partitionFilters, dataFilters)
       case _ => select(partitionFilters, dataFilters).collect {
-        case (p, fs) if fs.nonEmpty => PartitionDirectory(p.values, fs.map(scanned))
+        case (p, fs, _) if fs.nonEmpty => PartitionDirectory(p.values, fs.map(scanned))
       }
     }
 
   /**
-   * An index of the files of this one that `partitionFilters` (over partition columns) and `dataFilters` (over data
-   * columns) may match, or None when they leave out no file. Only the partitions the partition filters keep are
+   * An index of the files of this one that `partitionFilters` (over partition columns), `dataFilters` (over data
+   * columns; a catalog scan's include filters mixing both) and `mixedFilters` (a path read's filters mixing both, which
+   * Spark hands its scan in neither list: [[IndexPruning]]) may match, or None when they leave out no file. Only the partitions the partition filters keep are
    * built. The same snapshot, version and deletion-vector handling as this index.
    */
-  def pruned(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Option[LogFileIndex] =
-    if (partitionFilters.isEmpty && dataFilters.isEmpty) None else {
-      val kept = select(partitionFilters, dataFilters)
-      val nothingLeftOut = kept.size == partitions.size && kept.forall { case (p, fs) => fs.size == p.files.size }
+  def pruned(partitionFilters: Seq[Expression], dataFilters: Seq[Expression],
+             mixedFilters: Seq[Expression] = Nil): Option[LogFileIndex] =
+    if (partitionFilters.isEmpty && dataFilters.isEmpty && mixedFilters.isEmpty) None else {
+      val kept = select(partitionFilters, dataFilters ++ mixedFilters)
+      val nothingLeftOut = kept.size == partitions.size && kept.forall { case (p, fs, _) => fs.size == p.stats.length }
       if (nothingLeftOut) None else {
         val base = pruning.fold(this)(_.base)
         val by = IndexPruning(base, pruning.fold(Set.empty[Expression])(_.filters) ++
-          normalized(partitionFilters ++ dataFilters))
-        val keptPartitions = kept.collect { case (p, fs) if fs.nonEmpty => new IndexedPartition(p.values, fs) }
+          normalized(partitionFilters ++ dataFilters),
+          pruning.fold(Set.empty[Expression])(_.mixed) ++ normalized(mixedFilters))
+        val keptPartitions = kept.collect { case (p, fs, st) if fs.nonEmpty => new IndexedPartition(p.values, fs, st) }
         Some(new LogFileIndex(spark, root, keptPartitions, tableSchema, partitionSchema, options, readVersion,
           timeTravel, hasDeletionVectors, keptPartitions.iterator.flatMap(_.files).map(_.size).sum, Some(by)))
       }

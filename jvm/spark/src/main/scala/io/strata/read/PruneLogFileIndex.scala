@@ -27,8 +27,8 @@ object PruneLogFileIndex extends Rule[LogicalPlan] with PredicateHelper {
     case scan @ ScanOperation(_, _, filters, relation: LogicalRelation) if filters.nonEmpty && prunable(relation) =>
       val fs = relation.relation.asInstanceOf[HadoopFsRelation]
       val index = fs.location.asInstanceOf[LogFileIndex]
-      val (partitionFilters, dataFilters) = split(relation, fs, filters)
-      index.pruned(partitionFilters, dataFilters).fold(scan) { pruned =>
+      val (partitionFilters, dataFilters, mixedFilters) = split(relation, fs, filters)
+      index.pruned(partitionFilters, dataFilters, mixedFilters).fold(scan) { pruned =>
         val replaced = relation.copy(relation = fs.copy(location = pruned)(fs.sparkSession))
         scan.transformDown { case r if r eq relation => replaced }
       }
@@ -44,10 +44,12 @@ object PruneLogFileIndex extends Rule[LogicalPlan] with PredicateHelper {
 
   /**
    * The partition filters and data filters Spark's file source strategy hands the scan of `relation` under `filters`
-   * (its own helpers, same order), less any with a subquery (unknown until the query runs).
+   * (its own helpers, same order), less any with a subquery (unknown until the query runs); then the filters over
+   * both partition and data columns that neither list holds whole (`p = 0 OR v = 'x'`): files are skipped by them
+   * too, each file's partition values serving as exact bounds.
    */
   private def split(relation: LogicalRelation, fs: HadoopFsRelation, filters: Seq[Expression])
-      : (Seq[Expression], Seq[Expression]) = {
+      : (Seq[Expression], Seq[Expression], Seq[Expression]) = {
     val usable = filters.filter(f => f.deterministic && !SubqueryExpression.hasSubquery(f))
     val normalized = SparkInternals.normalizeExprs(usable, relation.output)
     val resolver = SQLConf.get.resolver
@@ -58,6 +60,8 @@ object PruneLogFileIndex extends Rule[LogicalPlan] with PredicateHelper {
     val dataFilters = normalized.flatMap { f =>
       if (f.references.intersect(partitionSet).nonEmpty) extractPredicatesWithinOutputSet(f, dataColumns) else Some(f)
     }
-    (partitionFilters, dataFilters)
+    val mixed = normalized.filter(f => f.references.intersect(partitionSet).nonEmpty &&
+      f.references.intersect(dataColumns).nonEmpty)
+    (partitionFilters, dataFilters, mixed)
   }
 }

@@ -1,13 +1,9 @@
 package io.strata.table
 
-import java.time.{LocalDate, LocalDateTime, OffsetDateTime, ZoneOffset}
-
-import com.fasterxml.jackson.databind.JsonNode
-import io.strata.log.ActionCodec
+import io.strata.log.{StatsColumn, StatsParser, StatsValues}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.types._
-import org.apache.spark.unsafe.types.UTF8String
 
 import scala.util.Try
 
@@ -20,18 +16,22 @@ import scala.util.Try
  * never drop a file holding a matching row. Bounds are treated as loose (strings truncated, timestamps in
  * milliseconds), which keeps them valid for files written by Strata, delta-spark and delta-rs alike.
  */
-final class StatsSkipping private (dataSchema: StructType, dataFilters: Seq[Expression]) {
+final class StatsSkipping private (dataSchema: StructType, dataFilters: Seq[Expression], partitionSchema: StructType) {
   import StatsSkipping.Indexed
 
   private var columns = Vector.empty[Indexed]
-  private def column(a: AttributeReference): Option[Indexed] =
-    dataSchema.fields.find(_.name.equalsIgnoreCase(a.name)).filter(f => StatsSkipping.supported(f.dataType)).map { f =>
-      columns.find(_.field.name == f.name).getOrElse {
-        val c = Indexed(f, 1 + 3 * columns.size)
-        columns :+= c
-        c
+  private def column(a: AttributeReference): Option[Indexed] = {
+    val data = dataSchema.fields.find(_.name.equalsIgnoreCase(a.name))
+    val partition = if (data.isDefined) -1 else partitionSchema.fields.indexWhere(_.name.equalsIgnoreCase(a.name))
+    data.orElse(if (partition >= 0) Some(partitionSchema(partition)) else None)
+      .filter(f => StatsSkipping.supported(f.dataType)).map { f =>
+        columns.find(c => c.field.name == f.name && (c.partition >= 0) == (partition >= 0)).getOrElse {
+          val c = Indexed(f, 1 + 3 * columns.size, partition, if (partition >= 0) -1 else columns.count(_.partition < 0))
+          columns :+= c
+          c
+        }
       }
-    }
+  }
 
   private val numRecords = BoundReference(0, LongType, nullable = true)
   private def min(c: Indexed) = BoundReference(c.ordinal, c.field.dataType, nullable = true)
@@ -137,44 +137,78 @@ final class StatsSkipping private (dataSchema: StructType, dataFilters: Seq[Expr
   private val predicate: Expression = dataFilters.map(rewrite).reduceOption(And).getOrElse(True)
   private val allPredicate: Expression = dataFilters.map(rewriteAll).reduceOption(And).getOrElse(True)
   private val referenced = columns
+  private val onData = referenced.filter(_.partition < 0)
+
+  /** The statistics columns the filters need (data columns only), in the order [[mayMatch]] reads them. */
+  val statsColumns: IndexedSeq[StatsColumn] = onData.map(c => StatsTypes.column(c.field).get)
+  private val parser = StatsParser.forColumns(statsColumns)
 
   def isEmpty: Boolean = referenced.isEmpty
 
-  /** False only when the file's statistics prove that no row of it matches the filters. */
-  def mayMatch(stats: Option[String]): Boolean = referenced.isEmpty || (stats match {
-    case None => true
-    case Some(json) =>
-      val row = Try(statsRow(ActionCodec.mapper.readTree(json))).getOrElse(null)
-      row == null || predicate.eval(row) != false
-  })
+  /**
+   * False only when file `i`'s statistics (`values`, read for [[statsColumns]]) and its partition values
+   * (`partitionValues`, typed as the partition schema; null when unknown) prove that no row of it matches.
+   */
+  def mayMatch(values: StatsValues, i: Int, partitionValues: InternalRow): Boolean =
+    referenced.isEmpty || predicate.eval(statsRow(values, i, partitionValues)) != false
+
+  /** False only when the file's statistics JSON proves that no row of it matches the filters. */
+  def mayMatch(stats: Option[String]): Boolean =
+    referenced.isEmpty || stats.isEmpty || mayMatch(parser.parse(stats.get), 0, null)
 
   /** True only when the file's statistics prove that every row of it matches the filters. */
   def mustMatchAll(stats: Option[String]): Boolean = dataFilters.isEmpty || (stats match {
     case None => false
-    case Some(json) =>
-      val row = Try(statsRow(ActionCodec.mapper.readTree(json))).getOrElse(null)
-      row != null && Try(allPredicate.eval(row) == true).getOrElse(false)
+    case Some(json) => Try(allPredicate.eval(statsRow(parser.parse(json), 0, null)) == true).getOrElse(false)
   })
 
-  private def statsRow(root: JsonNode): InternalRow = {
-    val values = new Array[Any](1 + 3 * referenced.size)
-    values(0) = Option(root.get("numRecords")).filter(_.isNumber).map(_.asLong: Any).orNull
+  /**
+   * The statistics row of file `i`. A partition column's value is its exact minimum and maximum (null count 0, or
+   * all rows when the value is null); a data column's bounds come from the parsed statistics, a timestamp maximum
+   * widened to the end of its millisecond (writers keep milliseconds, some truncating the maximum).
+   */
+  private def statsRow(values: StatsValues, i: Int, partitionValues: InternalRow): InternalRow = {
+    val row = new Array[Any](1 + 3 * referenced.size)
+    val n = values.numRecords(i)
+    row(0) = if (n < 0) null else n
     referenced.foreach { c =>
-      def at(section: String) = Option(root.get(section)).flatMap(s => Option(s.get(c.field.name))).filterNot(_.isNull)
-      values(c.ordinal) = at("minValues").flatMap(StatsSkipping.value(_, c.field.dataType, upper = false)).orNull
-      values(c.ordinal + 1) = at("maxValues").flatMap(StatsSkipping.value(_, c.field.dataType, upper = true)).orNull
-      values(c.ordinal + 2) = at("nullCount").filter(_.isNumber).map(_.asLong: Any).orNull
+      val dt = c.field.dataType
+      if (c.partition >= 0) {
+        if (partitionValues != null) {
+          val v = partitionValues.get(c.partition, dt)
+          row(c.ordinal) = v; row(c.ordinal + 1) = v
+          row(c.ordinal + 2) = if (v != null) 0L else if (n < 0) null else n
+        }
+      } else {
+        val s = c.statsIndex
+        row(c.ordinal) = StatsTypes.catalyst(values.min(s, i), dt)
+        row(c.ordinal + 1) = (StatsTypes.catalyst(values.max(s, i), dt), dt) match {
+          case (m: Long, TimestampType | TimestampNTZType) => m + StatsSkipping.MilliInMicros - 1
+          case (m, _) => m
+        }
+        val nulls = values.nullCount(s, i)
+        row(c.ordinal + 2) = if (nulls < 0) null else nulls
+      }
     }
-    new GenericInternalRow(values)
+    new GenericInternalRow(row)
   }
 }
 
 object StatsSkipping {
-  /** A column with statistics: `ordinal` is where its minimum sits in the stats row (maximum +1, null count +2). */
-  private final case class Indexed(field: StructField, ordinal: Int)
+  /**
+   * A column with statistics: `ordinal` is where its minimum sits in the stats row (maximum +1, null count +2);
+   * `partition`: its position in the partition values (a partition column), else -1 and `statsIndex` is its place
+   * among the statistics columns read.
+   */
+  private final case class Indexed(field: StructField, ordinal: Int, partition: Int, statsIndex: Int)
 
-  def apply(dataSchema: StructType, dataFilters: Seq[Expression]): StatsSkipping =
-    new StatsSkipping(dataSchema, dataFilters)
+  /**
+   * Skipping by `dataFilters` over the columns of `dataSchema` (statistics) and of `partitionSchema` (each file's
+   * partition values, exact bounds: a disjunction across partition and data columns skips files too).
+   */
+  def apply(dataSchema: StructType, dataFilters: Seq[Expression],
+            partitionSchema: StructType = new StructType()): StatsSkipping =
+    new StatsSkipping(dataSchema, dataFilters, partitionSchema)
 
   private def supported(dt: DataType): Boolean = dt match {
     case ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType | DateType | TimestampType |
@@ -185,30 +219,4 @@ object StatsSkipping {
   }
 
   private val MilliInMicros = 1000L
-
-  /** A statistics value as Catalyst's internal value of `dt`; None when it cannot serve as a bound. */
-  private def value(node: JsonNode, dt: DataType, upper: Boolean): Option[Any] = Try[Option[Any]] {
-    dt match {
-      case ByteType if node.isIntegralNumber => Some(node.asLong.toByte)
-      case ShortType if node.isIntegralNumber => Some(node.asLong.toShort)
-      case IntegerType if node.isIntegralNumber => Some(node.asLong.toInt)
-      case LongType if node.isIntegralNumber => Some(node.asLong)
-      case FloatType | DoubleType if node.isNumber =>
-        val d = node.asDouble
-        if (d.isNaN) None else Some(if (dt == FloatType) d.toFloat else d)
-      case d: DecimalType if node.isNumber => Some(Decimal(node.decimalValue(), d.precision, d.scale))
-      case StringType if node.isTextual => Some(UTF8String.fromString(node.asText))
-      case DateType if node.isTextual => Some(LocalDate.parse(node.asText).toEpochDay.toInt)
-      case TimestampType if node.isTextual =>
-        val i = OffsetDateTime.parse(node.asText).toInstant
-        val micros = Math.addExact(Math.multiplyExact(i.getEpochSecond, 1000000L), i.getNano / 1000L)
-        // Writers keep milliseconds (some truncating the maximum): widen the maximum to the end of its millisecond.
-        Some(if (upper) micros + MilliInMicros - 1 else micros)
-      case TimestampNTZType if node.isTextual =>
-        val i = LocalDateTime.parse(node.asText).toInstant(ZoneOffset.UTC)
-        val micros = Math.addExact(Math.multiplyExact(i.getEpochSecond, 1000000L), i.getNano / 1000L)
-        Some(if (upper) micros + MilliInMicros - 1 else micros)
-      case _ => None
-    }
-  }.getOrElse(None)
 }

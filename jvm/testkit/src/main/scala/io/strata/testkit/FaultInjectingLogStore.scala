@@ -39,7 +39,12 @@ class FaultInjectingLogStore(val fs: FileSystem) extends LogStore {
       if (!gate.await(60, java.util.concurrent.TimeUnit.SECONDS)) throw new IOException(s"checkpoint gate not opened")
     }
     if (FaultInjectingLogStore.failCheckpoints(path)) throw new IOException(s"injected: cannot write checkpoint $path")
-    else real.writeCheckpoint(path, actions, format)
+    FaultInjectingLogStore.checkpointError.foreach { error =>
+      // Half a checkpoint first (its temporary file written by the real store), then the error, as a heap running
+      // out mid-write would leave it.
+      real.writeCheckpoint(path, actions.take(1).map { a => throw error(); a }, format)
+    }
+    real.writeCheckpoint(path, actions, format)
   }
 }
 
@@ -49,6 +54,13 @@ object FaultInjectingLogStore {
 
   @volatile private var failCheckpoints: Path => Boolean = _ => false
   @volatile private var haltCode: Option[Int] = None
+  @volatile private var checkpointError: Option[() => Throwable] = None
+
+  /** Runs `body` with every checkpoint write failing with `error()` thrown while it writes (an OutOfMemoryError). */
+  def withCheckpointError[T](error: () => Throwable)(body: => T): T = {
+    checkpointError = Some(error)
+    try body finally checkpointError = None
+  }
   private val rival = new AtomicReference[Option[() => Unit]](None)
 
   /**

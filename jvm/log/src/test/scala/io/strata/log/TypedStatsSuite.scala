@@ -1,0 +1,139 @@
+package io.strata.log
+
+import java.nio.charset.StandardCharsets.UTF_8
+
+import org.apache.hadoop.fs.Path
+import org.scalatest.funsuite.AnyFunSuite
+
+/**
+ * The one statistics parser and the typed statistics columns built from it: values converted exactly or left out,
+ * nested paths, malformed JSON unknown as a whole; the typed columns of a snapshot's runs say what a parse of each
+ * file's JSON says, and a run parses a column once however many queries and later snapshots read it.
+ */
+class TypedStatsSuite extends AnyFunSuite {
+  import StatsColumn._
+
+  private val columns = IndexedSeq(
+    StatsColumn(Seq("i"), Integral(32)), StatsColumn(Seq("b"), Integral(8)), StatsColumn(Seq("l"), Integral(64)),
+    StatsColumn(Seq("d"), Floating(single = false)), StatsColumn(Seq("f"), Floating(single = true)),
+    StatsColumn(Seq("dec"), Decimal(10, 2)), StatsColumn(Seq("big"), Decimal(30, 3)), StatsColumn(Seq("s"), Str),
+    StatsColumn(Seq("dt"), Date), StatsColumn(Seq("ts"), Timestamp), StatsColumn(Seq("ntz"), TimestampNtz),
+    StatsColumn(Seq("flag"), Bool), StatsColumn(Seq("st", "x"), Integral(64)), StatsColumn(Seq("st", "in", "y"), Str),
+    StatsColumn(Seq("bin"), NullsOnly))
+
+  /** Statistics as writers leave them: complete, partial, odd and broken. */
+  private val corpus: IndexedSeq[String] = IndexedSeq(
+    """{"numRecords":3,"minValues":{"i":1,"b":-128,"l":-9223372036854775808,"d":-1.5,"f":0.25,"dec":1.10,""" +
+      """"big":123456789012345678901234.567,"s":"a\u00e9","dt":"2024-02-29","ts":"2024-03-10T09:30:00.123Z",""" +
+      """"ntz":"2024-03-10T01:30:00.123","flag":false,"st":{"x":5,"in":{"y":"n"}}},"maxValues":{"i":9,"b":127,""" +
+      """"l":9223372036854775807,"d":2.5,"f":1.5,"dec":99.99,"big":1,"s":"zz\uDBFF\uDFFF","dt":"2024-03-01",""" +
+      """"ts":"2024-03-10T01:30:00.999-08:00","ntz":"2024-03-10T01:30:00.999","flag":true,""" +
+      """"st":{"x":7,"in":{"y":"z"}}},"nullCount":{"i":0,"b":1,"l":0,"d":0,"f":0,"dec":0,"big":0,"s":1,"dt":0,""" +
+      """"ts":0,"ntz":0,"flag":0,"st":{"x":0,"in":{"y":2}},"bin":3},"tightBounds":true}""",
+    // all-null columns: no bounds, null count = numRecords
+    """{"numRecords":4,"minValues":{},"maxValues":{},"nullCount":{"i":4,"s":4,"st":{"x":4}}}""",
+    // NaN (as Spark writes it, a string) and out-of-range / inexact values: absent
+    """{"numRecords":2,"minValues":{"d":"NaN","b":200,"dec":1.234,"i":1.5,"dt":"2024-13-01"},""" +
+      """"maxValues":{"d":3.0,"b":-129,"dec":123456789.12,"i":99999999999},"nullCount":{"d":0}}""",
+    // a deletion-vector file with wide bounds
+    """{"numRecords":5,"minValues":{"i":0},"maxValues":{"i":100},"nullCount":{"i":0},"tightBounds":false}""",
+    // no statistics, malformed statistics, numRecords only, nested section given where a leaf is asked for
+    null, """{"numRecords":3,"minValues":{"i":1""", """{"numRecords":7}""",
+    """{"numRecords":1,"minValues":{"i":{"deep":1},"st":5},"nullCount":{"st":{"x":"1"}}}""")
+
+  test("the parser converts each kind exactly, leaves out what it cannot, and treats broken JSON as unknown") {
+    val p = StatsParser.forColumns(columns)
+    val full = p.parse(corpus(0))
+    def c(path: String*) = columns.indexWhere(_.path == path)
+    assert(full.numRecords(0) == 3 && full.tightBounds(0) == 1)
+    assert(full.min(c("i"), 0) == java.lang.Long.valueOf(1) && full.max(c("b"), 0) == java.lang.Long.valueOf(127))
+    assert(full.min(c("l"), 0) == java.lang.Long.valueOf(Long.MinValue))
+    assert(full.min(c("dec"), 0) == new java.math.BigDecimal("1.10") && full.max(c("dec"), 0) == new java.math.BigDecimal("99.99"))
+    assert(full.min(c("big"), 0) == new java.math.BigDecimal("123456789012345678901234.567"))
+    assert(full.max(c("big"), 0) == new java.math.BigDecimal("1.000"))
+    assert(new String(full.min(c("s"), 0).asInstanceOf[Array[Byte]], UTF_8) == "a\u00e9")
+    assert(new String(full.max(c("s"), 0).asInstanceOf[Array[Byte]], UTF_8) == "zz\uDBFF\uDFFF") // truncated max
+    assert(full.min(c("dt"), 0) == java.lang.Long.valueOf(java.time.LocalDate.parse("2024-02-29").toEpochDay))
+    assert(full.min(c("ts"), 0) == java.lang.Long.valueOf(1710063000123000L))
+    assert(full.max(c("ts"), 0) == java.lang.Long.valueOf(1710063000999000L)) // -08:00 is 09:30 UTC
+    assert(full.max(c("ntz"), 0) == java.lang.Long.valueOf(1710034200999000L))
+    assert(full.min(c("flag"), 0) == java.lang.Boolean.FALSE && full.max(c("flag"), 0) == java.lang.Boolean.TRUE)
+    assert(full.min(c("st", "x"), 0) == java.lang.Long.valueOf(5) && full.max(c("st", "x"), 0) == java.lang.Long.valueOf(7))
+    assert(new String(full.max(c("st", "in", "y"), 0).asInstanceOf[Array[Byte]], UTF_8) == "z")
+    assert(full.nullCount(c("st", "in", "y"), 0) == 2 && full.nullCount(c("bin"), 0) == 3)
+    assert(full.min(c("bin"), 0) == null)
+
+    val allNull = p.parse(corpus(1))
+    assert(allNull.nullCount(c("i"), 0) == 4 && allNull.min(c("i"), 0) == null && allNull.tightBounds(0) == -1)
+    val odd = p.parse(corpus(2))
+    Seq("d", "b", "dec", "i", "dt").foreach(n => assert(odd.min(c(n), 0) == null, n))
+    assert(odd.max(c("d"), 0) == java.lang.Double.valueOf(3.0))
+    Seq("b", "dec", "i").foreach(n => assert(odd.max(c(n), 0) == null, n)) // out of range / precision
+    assert(p.parse(corpus(3)).tightBounds(0) == 0)
+    Seq(4, 5).foreach { k =>
+      val none = p.parse(corpus(k))
+      assert(none.numRecords(0) == -1 && columns.indices.forall(i => none.min(i, 0) == null && none.nullCount(i, 0) == -1))
+    }
+    assert(p.parse(corpus(6)).numRecords(0) == 7)
+    val nested = p.parse(corpus(7))
+    assert(nested.min(c("i"), 0) == null && nested.min(c("st", "x"), 0) == null && nested.nullCount(c("st", "x"), 0) == -1)
+  }
+
+  private val table = new Path("file:/data/typed")
+  private def snapshotOf(stats: Seq[String]): Snapshot =
+    Snapshot.of(table, 0L, LogSegment(0L, None, Nil, Nil, 0L), Protocol(1, 2),
+      Metadata(id = "t", schemaString = "{}", partitionColumns = Seq("p")),
+      stats.zipWithIndex.map { case (s, i) =>
+        AddFile(s"p=${i % 3}/f-$i.parquet", Map("p" -> Some((i % 3).toString)), 10L, 0L, dataChange = true, Option(s))
+      })
+
+  private def same(a: StatsValues, ai: Int, b: StatsValues, bi: Int): Unit = {
+    assert(a.numRecords(ai) == b.numRecords(bi) && a.tightBounds(ai) == b.tightBounds(bi))
+    columns.indices.foreach { c =>
+      assert(a.nullCount(c, ai) == b.nullCount(c, bi), columns(c))
+      Seq((a.min(c, ai), b.min(c, bi)), (a.max(c, ai), b.max(c, bi))).foreach {
+        case (x: Array[Byte], y: Array[Byte]) => assert(x.sameElements(y), columns(c))
+        case (x, y) => assert(x == y, columns(c))
+      }
+    }
+  }
+
+  test("a snapshot's typed columns say what a parse of each file's JSON says") {
+    val stats = (0 until 40).map(i => corpus(i % corpus.size))
+    val s = snapshotOf(stats)
+    val parser = StatsParser.forColumns(columns)
+    var seen = 0
+    s.statsByPartition.foreach { case (_, group) =>
+      val typed = group.values(columns)
+      (0 until group.length).foreach { i => same(typed, i, parser.parse(group.statsJson(i)), 0); seen += 1 }
+      // a subset reads the same rows
+      val sub = group.subset(IndexedSeq(group.length - 1, 0))
+      same(sub.values(columns), 0, parser.parse(group.statsJson(group.length - 1)), 0)
+    }
+    assert(seen == 40)
+    // a file list outside the runs (FileStatistics.of) parses its own
+    val listed = FileStatistics.of(stats.map(j => (Option(j), None)))
+    (0 until 40).foreach(i => same(listed.values(columns), i, parser.parse(stats(i)), 0))
+  }
+
+  test("a run parses a column once: later queries, other column sets and replayed snapshots reuse it") {
+    val base = snapshotOf((0 until 30).map(i => corpus(i % 4)))
+    val i = IndexedSeq(columns(0))
+    def read(s: Snapshot, cols: IndexedSeq[StatsColumn]): Long =
+      s.statsByPartition.map { case (_, g) => val v = g.values(cols); (0 until g.length).map(v.numRecords).sum }.sum
+    val total = read(base, i)
+    assert(base.fileSet.statsColumnsBuilt == 1)
+    assert(read(base, i) == total && read(base, IndexedSeq.empty) == total)
+    assert(base.fileSet.statsColumnsBuilt == 1)
+    read(base, IndexedSeq(columns(0), columns(7))) // one more column: only it is parsed
+    assert(base.fileSet.statsColumnsBuilt == 2)
+    // a later snapshot shares the base run: only the new commit's run parses
+    val replay = Snapshot.Replay.from(base)
+    replay(AddFile("p=0/new.parquet", Map("p" -> Some("0")), 1L, 0L, dataChange = true, Some(corpus(0))))
+    val next = replay.result(1L, LogSegment(1L, None, Nil, Nil, 0L))
+    read(next, IndexedSeq(columns(0), columns(7)))
+    assert(next.fileSet.statsColumnsBuilt == 4) // the base run's two (shared) and the new run's two
+    assert(base.fileSet.statsColumnsBuilt == 2)
+    assert(next.typedStatsHeapBytes > 0)
+  }
+}
