@@ -42,10 +42,12 @@ object Checkpoints {
        |  optional group txn { optional binary appId (STRING); optional int64 version; optional int64 lastUpdated; }
        |  optional group add { optional binary path (STRING); ${stringMap.format("partitionValues")}
        |    optional int64 size; optional int64 modificationTime; optional boolean dataChange;
-       |    ${stringMap.format("tags")} $deletionVector optional binary stats (STRING); }
+       |    ${stringMap.format("tags")} $deletionVector optional binary stats (STRING); optional int64 baseRowId;
+       |    optional int64 defaultRowCommitVersion; optional binary clusteringProvider (STRING); }
        |  optional group remove { optional binary path (STRING); optional int64 deletionTimestamp;
        |    optional boolean dataChange; optional boolean extendedFileMetadata; ${stringMap.format("partitionValues")}
-       |    optional int64 size; ${stringMap.format("tags")} $deletionVector }
+       |    optional int64 size; ${stringMap.format("tags")} $deletionVector optional int64 baseRowId;
+       |    optional int64 defaultRowCommitVersion; }
        |  optional group metaData { optional binary id (STRING); optional binary name (STRING);
        |    optional binary description (STRING);
        |    optional group format { optional binary provider (STRING); ${stringMap.format("options")} }
@@ -225,6 +227,9 @@ object Checkpoints {
       Seq("path", "partitionValues", "size", "modificationTime", "dataChange", "tags", "deletionVector", "stats")
         .map(t.getFieldIndex)
     private val dvType = t.getType(dv).asGroupType
+    /** Fields a commit's add may carry that Strata does not model (row tracking, clustering): kept from `extra`. */
+    private val extraFields = Seq("baseRowId", "defaultRowCommitVersion", "clusteringProvider")
+      .filter(t.containsField).map(n => n -> t.getFieldIndex(n))
 
     def fill(g: Group, a: AddFile): Unit = {
       g.add(path, a.path)
@@ -237,6 +242,15 @@ object Checkpoints {
       }
       a.deletionVector.foreach(d => fillGroup(g.addGroup(dv), dvType, d.toJson))
       if (format.statsAsJson) a.stats.foreach(g.add(stats, _))
+      a.extra.foreach { e =>
+        extraFields.foreach { case (name, f) =>
+          val v = e.get(name)
+          if (v != null && !v.isNull) {
+            if (t.getType(f).asPrimitiveType.getPrimitiveTypeName == INT64) g.add(f, v.asLong)
+            else g.add(f, v.asText)
+          }
+        }
+      }
       format.structs.foreach(_.fill(g, t, a))
     }
   }

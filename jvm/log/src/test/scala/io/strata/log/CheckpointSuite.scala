@@ -180,4 +180,35 @@ class CheckpointSuite extends AnyFunSuite with LogTestSupport {
     assert(Intervals.parseMillis("forever").isEmpty)
     assert(TableLog.tombstoneRetentionMillis(Map.empty) == 7L * 86400000L)
   }
+
+  test("row tracking and clustering fields of add and remove actions survive a JSON commit and a checkpoint") {
+    val table = tempDir("row-ids")
+    createTable(table)
+    // As delta-spark writes them for a table with delta.enableRowTracking (and a clustered table's provider).
+    Files.write(deltaFile(table, 1L), Seq(
+      """{"add":{"path":"a.parquet","partitionValues":{},"size":10,"modificationTime":1,"dataChange":true,""" +
+        """"stats":"{\"numRecords\":3}","tags":{"INSERTION_TIME":"1"},"baseRowId":0,"defaultRowCommitVersion":1,""" +
+        """"clusteringProvider":"liquid"}}""",
+      """{"add":{"path":"b.parquet","partitionValues":{},"size":10,"modificationTime":1,"dataChange":true,""" +
+        """"baseRowId":3,"defaultRowCommitVersion":1}}""",
+      s"""{"remove":{"path":"old.parquet","deletionTimestamp":${System.currentTimeMillis},"dataChange":true,"baseRowId":7,""" +
+        """"defaultRowCommitVersion":1}}""").mkString("\n").getBytes(UTF_8))
+    val log = TableLog.forPath(hpath(table), newConf())
+    def fields(s: Snapshot) = s.files.sortBy(_.path).map(f => (f.path, f.tags,
+      f.extra.map(e => Seq("baseRowId", "defaultRowCommitVersion", "clusteringProvider").map(k => Option(e.get(k)).map(_.asText)))))
+    val fromJson = log.snapshot()
+    val expected = Seq(
+      ("a.parquet", Map("INSERTION_TIME" -> "1"), Some(Seq(Some("0"), Some("1"), Some("liquid")))),
+      ("b.parquet", Map.empty[String, String], Some(Seq(Some("3"), Some("1"), None))))
+    assert(fields(fromJson) == expected)
+    // A commit that re-emits an add (a new deletion-vector entry, RESTORE) writes them back into JSON.
+    assert(ActionCodec.parse(ActionCodec.serialize(fromJson.files.head)).asInstanceOf[AddFile].extra ==
+      fromJson.files.head.extra)
+    log.checkpoint(fromJson)
+    SnapshotCache.invalidate(log.tablePath.toString)
+    val fromCheckpoint = TableLog.forPath(hpath(table), newConf()).snapshot()
+    assert(fromCheckpoint.segment.checkpointVersion.contains(1L))
+    assert(fields(fromCheckpoint) == expected)
+    assert(fromCheckpoint.tombstones.map(r => r.extra.map(_.get("baseRowId").asLong)) == Seq(Some(7L)))
+  }
 }

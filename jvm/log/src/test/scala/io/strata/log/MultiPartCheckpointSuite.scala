@@ -74,10 +74,16 @@ class MultiPartCheckpointSuite extends AnyFunSuite with LogTestSupport {
 
   test("an invalid part size is an error naming the setting") {
     for (bad <- Seq("0", "-3", "many")) {
-      val (_, log) = tableOf(2, Some(bad))
-      val e = intercept[InvalidTableOperationException](log.writeCheckpoint(log.snapshot()))
-      assert(e.getMessage.contains("STRATA_INVALID_CONF_VALUE") && e.getMessage.contains(CheckpointWriter.PartSizeKey) &&
-        e.getMessage.contains(s"'$bad'") && e.getMessage.contains("positive whole number"), e.getMessage)
+      val (table, _) = tableOf(2, None)
+      val conf = newConf()
+      conf.set(CheckpointWriter.PartSizeKey, bad)
+      val log = TableLog.forPath(hpath(table), conf)
+      // Both where a checkpoint is written and where a write starts (before an automatic checkpoint could meet it).
+      Seq(() => log.writeCheckpoint(log.snapshot()), () => log.startTransaction()).foreach { run =>
+        val e = intercept[InvalidTableOperationException](run())
+        assert(e.getMessage.contains("STRATA_INVALID_CONF_VALUE") && e.getMessage.contains(CheckpointWriter.PartSizeKey) &&
+          e.getMessage.contains(s"'$bad'") && e.getMessage.contains("positive whole number"), e.getMessage)
+      }
     }
   }
 
