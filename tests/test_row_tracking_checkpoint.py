@@ -42,7 +42,7 @@ def test_row_ids_are_the_same_after_a_strata_checkpoint(spark: SparkSession, pee
 
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    conf = spark._jsparkSession.sessionState().newHadoopConf()  # type: ignore[attr-defined]
+    conf = spark._jsparkSession.sessionState().newHadoopConf()
     log = jvm.io.strata.log.TableLog.forPath(jvm.org.apache.hadoop.fs.Path(str(path)), conf)
     snapshot = log.snapshot()
     version = int(snapshot.version())

@@ -20,19 +20,22 @@ final class FileStatistics private[log] (val length: Int, stats: Int => String,
 
   /** The statistics of `columns` for these files, from the typed columns (built now if no query built them yet). */
   def values(columns: IndexedSeq[StatsColumn]): StatsValues = new StatsValues {
-    private var lastTable: TypedStats = null
-    private var lastColumns: IndexedSeq[TypedStatsColumn] = null
-    private def cols(i: Int): IndexedSeq[TypedStatsColumn] = {
+    // File i's run and row, looked up once for all the values read of it (readers go file by file).
+    private var at = -1
+    private var row = 0
+    private var table: TypedStats = null
+    private var cols: IndexedSeq[TypedStatsColumn] = null
+    private def seek(i: Int): Unit = if (i != at) {
       val t = tableOf(i)
-      if (t ne lastTable) { lastColumns = t.columnsOf(columns); lastTable = t }
-      lastColumns
+      if (t ne table) { cols = t.columnsOf(columns); table = t }
+      row = rowOf(i); at = i
     }
     def length: Int = FileStatistics.this.length
-    def numRecords(i: Int): Long = { cols(i); lastTable.numRecords(rowOf(i)) }
-    def tightBounds(i: Int): Int = { cols(i); lastTable.tightBounds(rowOf(i)) }
-    def nullCount(c: Int, i: Int): Long = cols(i)(c).nullCounts(rowOf(i))
-    def min(c: Int, i: Int): AnyRef = cols(i)(c).mins(rowOf(i))
-    def max(c: Int, i: Int): AnyRef = cols(i)(c).maxs(rowOf(i))
+    def numRecords(i: Int): Long = { seek(i); table.numRecords(row) }
+    def tightBounds(i: Int): Int = { seek(i); table.tightBounds(row) }
+    def nullCount(c: Int, i: Int): Long = { seek(i); cols(c).nullCounts(row) }
+    def min(c: Int, i: Int): AnyRef = { seek(i); cols(c).mins(row) }
+    def max(c: Int, i: Int): AnyRef = { seek(i); cols(c).maxs(row) }
   }
 }
 
