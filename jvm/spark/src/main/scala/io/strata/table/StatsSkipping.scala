@@ -210,13 +210,8 @@ object StatsSkipping {
             partitionSchema: StructType = new StructType()): StatsSkipping =
     new StatsSkipping(dataSchema, dataFilters, partitionSchema)
 
-  private def supported(dt: DataType): Boolean = dt match {
-    case ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType | DateType | TimestampType |
-         TimestampNTZType => true
-    case _: DecimalType => true
-    case s: StringType => s == StringType // binary (UTF-8 byte) ordering only; not collated strings
-    case _ => false
-  }
+  /** Types with min/max statistics ([[StatsTypes.kind]]: UTF-8 byte ordered strings only), booleans aside. */
+  private def supported(dt: DataType): Boolean = StatsTypes.kind(dt).exists(_ != StatsColumn.Bool)
 
   private val MilliInMicros = 1000L
 }
