@@ -28,6 +28,8 @@ object Checkpoints {
 
   /** The action columns of a checkpoint; everything else in a checkpoint file is ignored on read. */
   val ActionColumns: Seq[String] = Seq("txn", "add", "remove", "metaData", "protocol", "domainMetadata")
+  /** Read too: a V2 checkpoint's `sidecar` rows (their files hold its adds and removes, [[V2Checkpoints]]). */
+  private val ReadColumns: Seq[String] = ActionColumns :+ V2Checkpoints.SidecarKey
 
   private val stringMap = "optional group %s (MAP) { repeated group key_value { required binary key (STRING); " +
     "optional binary value (STRING); } }"
@@ -116,7 +118,7 @@ object Checkpoints {
     try {
       val fileSchema = reader.getFooter.getFileMetaData.getSchema
       val keepParsedStats = addRowsMayLackStats(reader.getFooter)
-      val wanted = fileSchema.getFields.asScala.filter(f => ActionColumns.contains(f.getName))
+      val wanted = fileSchema.getFields.asScala.filter(f => ReadColumns.contains(f.getName))
         .map(withoutTypedCopies(_, keepParsedStats)).toSeq
       val projection = new MessageType(fileSchema.getName, arrayList(wanted))
       reader.setRequestedSchema(projection)

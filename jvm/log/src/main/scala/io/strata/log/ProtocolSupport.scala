@@ -7,11 +7,13 @@ package io.strata.log
 object ProtocolSupport {
   /** Reader features whose data Strata reads correctly. */
   val ReadableFeatures: Set[String] =
-    Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors", "variantType", "variantType-preview")
+    Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors", "variantType", "variantType-preview", "v2Checkpoint")
   /** Writer features whose rules Strata follows on every write. */
   val WritableFeatures: Set[String] =
     Set("appendOnly", "invariants", "checkConstraints", "timestampNtz", "vacuumProtocolCheck", "deletionVectors",
-      "domainMetadata", "inCommitTimestamp", "variantType", "variantType-preview")
+      "domainMetadata", "inCommitTimestamp", "variantType", "variantType-preview",
+      "v2Checkpoint", // written with classic single-file checkpoints, which the feature allows
+      "checkpointProtection") // honoured by LogCleanup; Strata checkpoints only its latest version
 
   /** The writer features a legacy writer version implies (PROTOCOL.md, "Table Features"). */
   private def legacyWriterFeatures(writerVersion: Int): Set[String] =

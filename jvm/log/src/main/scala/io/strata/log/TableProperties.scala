@@ -102,7 +102,7 @@ object TableProperties {
     "materializePartitionColumns", "icebergWriterCompatV1", "icebergWriterCompatV3", "geospatial")
   /** Features with reader rules: supporting one needs reader version 3 as well. */
   private val ReaderWriterFeatures =
-    Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors", "variantType", "variantType-preview")
+    Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors", "variantType", "variantType-preview", "v2Checkpoint")
 
   /** True for the keys that ask for a protocol rather than being stored in the metadata. */
   def isProtocolProperty(key: String): Boolean = {
