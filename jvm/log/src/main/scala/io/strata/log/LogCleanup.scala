@@ -48,7 +48,8 @@ object LogCleanup {
     ProtocolSupport.checkWritable(snapshot.protocol, snapshot.metadata, log.tablePath.toString)
     val listing = log.listLog()
     if (listing.v2Checkpoints.nonEmpty) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
-      s"Table ${log.tablePath} has V2 checkpoints, which Strata does not support yet: its log is not cleaned up.")
+      s"Table ${log.tablePath} has V2 checkpoints, whose cleanup (sidecar files in _delta_log/_sidecars) Strata " +
+        "does not do yet: its log is not cleaned up. delta-spark's log cleanup handles it.")
     val cutoff = now - retentionMillis
     val boundary = protectedBefore(snapshot)
     val oldest = newOldestVersion(log, listing, snapshot.metadata, cutoff).filter { keep =>

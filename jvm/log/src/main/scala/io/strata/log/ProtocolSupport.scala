@@ -7,7 +7,10 @@ package io.strata.log
 object ProtocolSupport {
   /** Reader features whose data Strata reads correctly. */
   val ReadableFeatures: Set[String] =
-    Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors", "variantType", "variantType-preview", "v2Checkpoint")
+    Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors", "variantType", "variantType-preview", "v2Checkpoint",
+      // Files written before a widening are read back upcast by Spark's Parquet reader (TypeWidening checks the
+      // recorded changes are ones it does).
+      "typeWidening", "typeWidening-preview")
   /** Writer features whose rules Strata follows on every write. */
   val WritableFeatures: Set[String] =
     Set("appendOnly", "invariants", "checkConstraints", "timestampNtz", "vacuumProtocolCheck", "deletionVectors",
