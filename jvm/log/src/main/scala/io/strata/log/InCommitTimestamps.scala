@@ -24,12 +24,29 @@ private[log] object InCommitTimestamps {
    * (its in-commit timestamp, or for a commit from before they were on, its file's modification time: PROTOCOL.md
    * asks the enabling commit to be later than that), and never before `now`.
    */
-  def next(log: TableLog, version: Long, now: Long): Long =
-    if (version == 0) now else math.max(now, previous(log, version - 1) + 1)
+  def next(log: TableLog, tableId: String, version: Long, now: Long): Long =
+    if (version == 0) now else math.max(now, previous(log, tableId, version - 1) + 1)
 
-  private def previous(log: TableLog, version: Long): Long =
-    log.readCommit(version).collectFirst { case c: CommitInfo => c.inCommitTimestamp }.flatten.getOrElse(
-      log.store.fs.getFileStatus(FileNames.deltaFile(log.logPath, version)).getModificationTime)
+  private def previous(log: TableLog, tableId: String, version: Long): Long = {
+    val key = Known(log.tablePath.toString, tableId, version)
+    Option(known.get(key)).map(_.longValue).getOrElse {
+      log.readCommit(version).collectFirst { case c: CommitInfo => c.inCommitTimestamp }.flatten.getOrElse(
+        log.store.fs.getFileStatus(FileNames.deltaFile(log.logPath, version)).getModificationTime)
+    }
+  }
+
+  /**
+   * The in-commit timestamp of a commit this JVM wrote, so that the next commit to the table needs no read of it (a
+   * commit never changes; the table id tells a table re-created at the same path apart). One entry per table.
+   */
+  def landed(log: TableLog, tableId: String, version: Long, ict: Long): Unit = {
+    known.keySet.removeIf(k => k.table == log.tablePath.toString)
+    if (known.size > MaxKnown) known.clear()
+    known.put(Known(log.tablePath.toString, tableId, version), ict)
+  }
+  private final case class Known(table: String, tableId: String, version: Long)
+  private val known = new java.util.concurrent.ConcurrentHashMap[Known, java.lang.Long]()
+  private val MaxKnown = 10000
 
   /**
    * `staged`, the metadata a commit at `version` with in-commit timestamp `ict` writes: the enablement properties

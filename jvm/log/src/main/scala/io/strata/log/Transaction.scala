@@ -126,7 +126,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     var written: Seq[Action] = body
     val ict = InCommitTimestamps.active(protocol, meta)
     def stage(v: Long): Seq[String] = {
-      val ts = if (ict) Some(InCommitTimestamps.next(log, v, System.currentTimeMillis())) else None
+      val ts = if (ict) Some(InCommitTimestamps.next(log, meta.id, v, System.currentTimeMillis())) else None
       info = ts.fold(baseInfo)(t => CommitInfo(baseInfo.json.deepCopy().put("timestamp", t).put("inCommitTimestamp", t)))
       written = body.map {
         case m: Metadata => InCommitTimestamps.withEnablement(m, readSnapshot.map(_.metadata), v, ts)
@@ -164,6 +164,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
         case Transaction.Landed =>
           val after = if (version == readVersion + 1) remember(version, written) else None
           val result = CommitResult(version, attempt, info)
+          info.inCommitTimestamp.foreach(InCommitTimestamps.landed(log, meta.id, version, _))
           val writtenMeta = written.collectFirst { case m: Metadata => m }.getOrElse(meta)
           PostCommitHook.runAll(PostCommitHook.LogHooks ++ hooks,
             new CommittedVersion(log, result, written, writtenMeta, after.map(_._1), after.map(_._2)))
