@@ -36,7 +36,9 @@ object ProtocolSupport {
     // Features with reader rules that the metadata asks for (PROTOCOL.md: both lists name them).
     val features = (if (usesTimestampNtz(metadata)) Set("timestampNtz") else Set.empty[String]) ++
       (if (deletionVectorsEnabled(metadata)) Set("deletionVectors") else Set.empty[String]) ++
-      (if (usesVariant(metadata)) Set("variantType") else Set.empty[String])
+      (if (usesVariant(metadata)) Set("variantType") else Set.empty[String]) ++
+      (if (metadata.configuration.get(V2Checkpoints.PolicyKey).exists(_.trim.equalsIgnoreCase("v2")))
+        Set(V2Checkpoints.Feature) else Set.empty[String])
     // Writer-only features the metadata asks for (reader version unchanged).
     val writerOnly = if (InCommitTimestamps.enabled(metadata)) Set(InCommitTimestamps.Feature) else Set.empty[String]
     if (features.nonEmpty) Protocol(3, 7, Some(features), Some(legacyWriterFeatures(legacyWriter) ++ features ++ writerOnly))

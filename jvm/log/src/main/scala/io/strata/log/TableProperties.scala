@@ -50,8 +50,7 @@ object TableProperties {
     "dataSkippingStringPrefixLength" -> WholeNumber(0, "a whole number >= 0"),
     "checkpoint.writeStatsAsJson" -> Bool,
     "checkpoint.writeStatsAsStruct" -> Bool,
-    "checkpointPolicy" -> Unsupported("checkpointPolicy 'v2' needs V2 checkpoints (table feature v2Checkpoint)",
-      _.trim.equalsIgnoreCase("classic")),
+    "checkpointPolicy" -> OneOf(Seq("classic", "v2")), // v2: the feature v2Checkpoint (ProtocolSupport.minimumFor)
     "isolationLevel" -> OneOf(Seq("Serializable")),
     "autoOptimize" -> Bool,
     "autoOptimize.optimizeWrite" -> Bool,

@@ -14,6 +14,20 @@ private[log] object V2Checkpoints {
   val Feature = "v2Checkpoint"
   val SidecarKey = "sidecar"
   val SidecarDir = "_sidecars"
+  val MetadataKey = "checkpointMetadata"
+  val PolicyKey = "delta.checkpointPolicy"
+
+  /** Whether checkpoints of this table are written in the V2 spec: `delta.checkpointPolicy = v2` and the feature. */
+  def writes(s: Snapshot): Boolean = s.metadata.configuration.get(PolicyKey).exists(_.trim.equalsIgnoreCase("v2")) &&
+    s.protocol.writerFeatures.exists(_(Feature))
+
+  /** The `checkpointMetadata` action of a V2 checkpoint of `version`. */
+  def metadataAction(version: Long): Action =
+    UnknownAction(MetadataKey, ActionCodec.mapper.createObjectNode().put("version", version))
+
+  /** A UUID-named checkpoint file of `version`. */
+  def uuidPath(logPath: Path, version: Long): Path =
+    new Path(logPath, f"$version%020d.checkpoint.${java.util.UUID.randomUUID()}.parquet")
 
   /** A reader of one checkpoint file that also reads the sidecars it names. */
   def reader(store: LogStore, logPath: Path): Path => Iterator[Action] = path => {

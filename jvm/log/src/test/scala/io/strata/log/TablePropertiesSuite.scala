@@ -45,7 +45,7 @@ class TablePropertiesSuite extends AnyFunSuite with LogTestSupport {
     }
     assert(unsupported("delta.universalFormat.enabledFormats" -> "iceberg").contains("UniForm"))
     assert(unsupported("delta.columnMapping.mode" -> "name").contains("column mapping"))
-    assert(unsupported("delta.checkpointPolicy" -> "v2").contains("v2Checkpoint"))
+    assert(invalid("delta.checkpointPolicy" -> "v3").contains("classic, v2"))
   }
 
   test("protocol properties: versions and features become a protocol request, checked against what Strata writes") {

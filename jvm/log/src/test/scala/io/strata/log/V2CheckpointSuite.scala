@@ -58,6 +58,29 @@ class V2CheckpointSuite extends AnyFunSuite with LogTestSupport {
     assert(s.segment.checkpointVersion.isEmpty && s.files.map(_.path).toSet == live.map(_.path).toSet)
   }
 
+  test("delta.checkpointPolicy = v2: the feature, one UUID-named V2 checkpoint, read back with the commits gone") {
+    val table = tempDir("v2-write")
+    val log = createTable(table, metadata(configuration = Map("delta.checkpointPolicy" -> "v2")))
+    val p = log.snapshot().protocol
+    assert(p.readerFeatures.exists(_("v2Checkpoint")) && p.writerFeatures.exists(_("v2Checkpoint")))
+    (1 to 3).foreach(i => append(log, add(s"f$i.parquet")))
+    val written = log.writeCheckpoint(log.snapshot())
+    val name = written.files.head.getName
+    assert(name.matches("""0{19}3\.checkpoint\.[0-9a-f-]{36}\.parquet""") && !Files.exists(checkpointFile(table, 3)), name)
+    val rows = Checkpoints.read(written.files.head, newConf()).toSeq
+    assert(rows.collect { case a: AddFile => a.path }.toSet == Set("f1.parquet", "f2.parquet", "f3.parquet"))
+    val hint = new String(Files.readAllBytes(logDir(table).resolve("_last_checkpoint")), UTF_8)
+    assert(hint.contains("\"version\":3") && hint.contains(name), hint)
+    // The checkpointMetadata row is there (a V2-spec checkpoint must have it).
+    val reader = org.apache.parquet.hadoop.ParquetFileReader.open(
+      org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(written.files.head, newConf()))
+    try assert(reader.getFooter.getFileMetaData.getSchema.containsField("checkpointMetadata")) finally reader.close()
+    (0 to 3).foreach(v => Files.delete(deltaFile(table, v)))
+    SnapshotCache.invalidate(hpath(table).toString)
+    val s = TableLog.forPath(hpath(table), newConf()).snapshot()
+    assert(s.version == 3L && s.numFiles == 3 && s.metadata.configuration("delta.checkpointPolicy") == "v2")
+  }
+
   test("checkpointProtection: no cleanup below the protected version unless all of it goes at once") {
     val table = tempDir("protection")
     val p = Protocol(1, 7, None, Some(Set("appendOnly", "invariants", LogCleanup.ProtectionFeature)))
