@@ -5,6 +5,14 @@ read the result identically; and the reverse where Strata can create the feature
 - domainMetadata: delta-spark's clustered tables (the `delta.clustering` domain, in JSON commits and checkpoints)
   read at every version, Strata's snapshot holds the domain, and a write is refused naming `clustering` (a writer
   feature Strata lacks) while reads go on; a table with only `domainMetadata` is written by both engines.
+- inCommitTimestamp: commitInfo first with strictly increasing timestamps in both engines' commits; Strata turning
+  them on for an existing table; history and time travel by timestamp in a Los Angeles session against delta-spark.
+- variantType: delta-spark's and Strata's VARIANT columns (top level and in arrays), no statistics on them;
+  shredding refused by name.
+- v2Checkpoint: delta-spark's UUID-named checkpoints (Parquet and JSON top level, read with the commits gone) and
+  Strata's (`delta.checkpointPolicy = 'v2'`) read by delta-spark alone.
+- checkpointProtection (delta-spark's DROP FEATURE) and cleanup_log; vacuumProtocolCheck and VACUUM; typeWidening
+  reads of files written before ALTER COLUMN ... TYPE.
 """
 from __future__ import annotations
 
