@@ -54,6 +54,8 @@ object SparkErrors {
     extends l.ProtocolChangedException(c, p, t) with Condition
   final class ConcurrentTransactionException(c: String, p: Params, t: Throwable)
     extends l.ConcurrentTransactionException(c, p, t) with Condition
+  final class ConcurrentDomainMetadataException(c: String, p: Params, t: Throwable)
+    extends l.ConcurrentDomainMetadataException(c, p, t) with Condition
   final class CommitRetriesExhaustedException(c: String, p: Params, t: Throwable)
     extends l.CommitRetriesExhaustedException(c, p, t) with Condition
   final class ConstraintViolationException(c: String, p: Params, t: Throwable)
@@ -76,6 +78,7 @@ object SparkErrors {
     l.MetadataChangedException -> (new MetadataChangedException(_, _, _)),
     l.ProtocolChangedException -> (new ProtocolChangedException(_, _, _)),
     l.ConcurrentTransactionException -> (new ConcurrentTransactionException(_, _, _)),
+    l.ConcurrentDomainMetadataException -> (new ConcurrentDomainMetadataException(_, _, _)),
     l.CommitRetriesExhaustedException -> (new CommitRetriesExhaustedException(_, _, _)),
     l.ConstraintViolationException -> (new ConstraintViolationException(_, _, _)),
     l.StreamSourceChangeException -> (new StreamSourceChangeException(_, _, _)))

@@ -43,6 +43,7 @@ class SparkErrorsSuite extends AnyFunSuite with SparkTestSession {
       l.MetadataChangedException -> classOf[l.MetadataChangedException],
       l.ProtocolChangedException -> classOf[l.ProtocolChangedException],
       l.ConcurrentTransactionException -> classOf[l.ConcurrentTransactionException],
+      l.ConcurrentDomainMetadataException -> classOf[l.ConcurrentDomainMetadataException],
       l.CommitRetriesExhaustedException -> classOf[l.CommitRetriesExhaustedException],
       l.ConstraintViolationException -> classOf[l.ConstraintViolationException],
       l.StreamSourceChangeException -> classOf[l.StreamSourceChangeException])

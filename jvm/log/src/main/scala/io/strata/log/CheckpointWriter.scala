@@ -43,21 +43,25 @@ object CheckpointWriter {
   }
 
   def write(log: TableLog, snapshot: Snapshot, partSize: Long, tombstoneCutoff: Long): WrittenCheckpoint = {
-    val header: IndexedSeq[Action] = (Iterator(snapshot.protocol, snapshot.metadata) ++
+    // delta.checkpointPolicy = v2: one UUID-named file in the V2 spec (checkpointMetadata first, no sidecars).
+    val v2 = V2Checkpoints.writes(snapshot)
+    val header: IndexedSeq[Action] = ((if (v2) Iterator(V2Checkpoints.metadataAction(snapshot.version)) else Iterator.empty) ++
+      Iterator(snapshot.protocol, snapshot.metadata) ++
       snapshot.transactions.valuesIterator ++ snapshot.domains.valuesIterator.filterNot(_.removed)).toIndexedSeq
     val tombstones = snapshot.tombstones
     val kept = tombstones.indices.filter(i => tombstones(i).deletionTimestamp.forall(_ > tombstoneCutoff))
     val files = snapshot.files
     val total = header.size.toLong + kept.size + files.size
-    val parts = math.max(1L, (total + partSize - 1) / partSize)
+    val parts = if (v2) 1L else math.max(1L, (total + partSize - 1) / partSize)
     require(parts <= Int.MaxValue / 2, s"$parts checkpoint parts")
     val n = parts.toInt
     def action(i: Long): Action =
       if (i < header.size) header(i.toInt)
       else if (i < header.size + kept.size) tombstones(kept((i - header.size).toInt))
       else files((i - header.size - kept.size).toInt)
-    val format = this.format(snapshot)
-    val paths = if (n == 1) Seq(FileNames.checkpointFile(log.logPath, snapshot.version))
+    val format = this.format(snapshot).copy(v2 = v2)
+    val paths = if (v2) Seq(V2Checkpoints.uuidPath(log.logPath, snapshot.version))
+      else if (n == 1) Seq(FileNames.checkpointFile(log.logPath, snapshot.version))
       else (1 to n).map(p => FileNames.checkpointPart(log.logPath, snapshot.version, p, n))
     val bounds = (0 to n).map(k => total * k / n)
     val tasks = paths.indices.map { k =>
@@ -71,6 +75,8 @@ object CheckpointWriter {
       .put("version", snapshot.version).put("size", total)
     if (n > 1) hint.put("parts", n)
     hint.put("sizeInBytes", bytes).put("numOfAddFiles", files.size.toLong)
+    if (v2) hint.putObject("v2Checkpoint").put("path", paths.head.getName).put("sizeInBytes", bytes)
+      .put("modificationTime", log.store.fs.getFileStatus(paths.head).getModificationTime)
     log.store.overwrite(FileNames.lastCheckpoint(log.logPath), Seq(ActionCodec.mapper.writeValueAsString(hint: ObjectNode)))
     WrittenCheckpoint(snapshot.version, paths, total, bytes)
   }

@@ -28,6 +28,8 @@ object Checkpoints {
 
   /** The action columns of a checkpoint; everything else in a checkpoint file is ignored on read. */
   val ActionColumns: Seq[String] = Seq("txn", "add", "remove", "metaData", "protocol", "domainMetadata")
+  /** Read too: a V2 checkpoint's `sidecar` rows (their files hold its adds and removes, [[V2Checkpoints]]). */
+  private val ReadColumns: Seq[String] = ActionColumns :+ V2Checkpoints.SidecarKey
 
   private val stringMap = "optional group %s (MAP) { repeated group key_value { required binary key (STRING); " +
     "optional binary value (STRING); } }"
@@ -118,7 +120,7 @@ object Checkpoints {
     try {
       val fileSchema = reader.getFooter.getFileMetaData.getSchema
       val keepParsedStats = addRowsMayLackStats(reader.getFooter)
-      val wanted = fileSchema.getFields.asScala.filter(f => ActionColumns.contains(f.getName))
+      val wanted = fileSchema.getFields.asScala.filter(f => ReadColumns.contains(f.getName))
         .map(withoutTypedCopies(_, keepParsedStats)).toSeq
       val projection = new MessageType(fileSchema.getName, arrayList(wanted))
       reader.setRequestedSchema(projection)
@@ -185,14 +187,21 @@ object Checkpoints {
    * (`delta.checkpoint.writeStatsAsStruct`), and whether the JSON `stats` column is filled
    * (`delta.checkpoint.writeStatsAsJson`; when not, it stays null).
    */
-  final case class Format(structs: Option[CheckpointStructs] = None, statsAsJson: Boolean = true) {
-    lazy val schema: MessageType = structs.filter(_.fields.nonEmpty) match {
-      case None => WriteSchema
-      case Some(s) => new MessageType(WriteSchema.getName, arrayList(WriteSchema.getFields.asScala.map { f =>
-        if (f.getName != "add") f else f.asGroupType.withNewFields(arrayList(f.asGroupType.getFields.asScala ++ s.fields))
-      }))
+  final case class Format(structs: Option[CheckpointStructs] = None, statsAsJson: Boolean = true, v2: Boolean = false) {
+    lazy val schema: MessageType = {
+      val base = structs.filter(_.fields.nonEmpty) match {
+        case None => WriteSchema
+        case Some(s) => new MessageType(WriteSchema.getName, arrayList(WriteSchema.getFields.asScala.map { f =>
+          if (f.getName != "add") f else f.asGroupType.withNewFields(arrayList(f.asGroupType.getFields.asScala ++ s.fields))
+        }))
+      }
+      // A V2-spec checkpoint (PROTOCOL.md, "V2 Spec") also has its checkpointMetadata row.
+      if (!v2) base else new MessageType(base.getName, arrayList(base.getFields.asScala :+ CheckpointMetadataType))
     }
   }
+  private val CheckpointMetadataType: Type = MessageTypeParser.parseMessageType(
+    s"message m { optional group ${V2Checkpoints.MetadataKey} { optional int64 version; ${stringMap.format("tags")} } }")
+    .getType(0)
   object Format { val Default: Format = Format() }
 
   /** Writes `actions` as one checkpoint file at `path` (which must not exist). Returns its size in bytes. */
@@ -202,7 +211,8 @@ object Checkpoints {
     val writer = ExampleParquetWriter.builder(HadoopOutputFile.fromPath(path, conf))
       .withType(schema).withConf(conf).withCompressionCodec(CompressionCodecName.SNAPPY)
       .withWriteMode(ParquetFileWriter.Mode.CREATE).build()
-    val columns = ActionColumns.map(k => k -> schema.getType(schema.getFieldIndex(k)).asGroupType).toMap
+    val columns = (ActionColumns :+ V2Checkpoints.MetadataKey).filter(schema.containsField)
+      .map(k => k -> schema.getType(schema.getFieldIndex(k)).asGroupType).toMap
     val adds = new AddRows(columns("add"), format)
     val addColumn = schema.getFieldIndex("add")
     try actions.foreach {

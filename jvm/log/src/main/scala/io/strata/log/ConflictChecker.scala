@@ -9,6 +9,7 @@ package io.strata.log
  *
  * Per winning commit, in this order:
  *  1. `txn` of an application we commit for: at or past our version ours is already committed; otherwise conflict.
+ *     1b. a `domainMetadata` of a domain we also write: conflict (PROTOCOL.md, "Domain Metadata").
  *  2. metadata, 3. protocol: conflict (rows were written or read under another definition).
  *  4. adds: conflict when we change metadata; otherwise an add that may bring rows matching our read set conflicts
  *     unless the serial order "us, then winner" explains it (see [[checksAdds]]); a new vector that only deletes
@@ -28,6 +29,7 @@ private[log] final class ConflictChecker(
   import ConflictChecker.{AlreadyCommitted, Checked, Outcome}
   private val removed = staged.collect { case r: RemoveFile => abs(r.path) }.toSet
   private val ownAppTxns = staged.collect { case t: SetTransaction => t.appId -> t.version }.toMap
+  private val ownDomains = staged.collect { case d: DomainMetadata => d.domain }.toSet
 
   private def abs(path: String): String = Snapshot.absolutePath(log.tablePath, path).toString
 
@@ -70,6 +72,11 @@ private[log] final class ConflictChecker(
       else None
     }.nextOption()
     if (alreadyCommitted.isDefined) return alreadyCommitted
+    // Rule 1b. PROTOCOL.md, "Domain Metadata": two overlapping transactions writing one domain conflict.
+    winner.collectFirst { case d: DomainMetadata if ownDomains(d.domain) => d }.foreach { d =>
+      throw ConcurrentDomainMetadataException(version, op, s"it also wrote metadata domain '${d.domain}'" +
+        (if (d.removed) " (removed it)" else ""))
+    }
     // Rules 2 and 3. Metadata before protocol: a commit that creates the table (or changes its schema and upgrades
     // the protocol with it) carries both, and the metadata change is what the losing transaction needs to hear about.
     if (winner.exists(_.isInstanceOf[Metadata])) throw MetadataChangedException(version, op,

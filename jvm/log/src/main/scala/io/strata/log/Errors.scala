@@ -115,6 +115,12 @@ class ConcurrentTransactionException(c: String, p: Map[String, String], t: Throw
 object ConcurrentTransactionException
   extends ConflictKind("STRATA_CONCURRENT_TRANSACTION", new ConcurrentTransactionException(_, _, _))
 
+/** Both transactions wrote the same metadata domain (PROTOCOL.md, "Domain Metadata": they conflict). */
+class ConcurrentDomainMetadataException(c: String, p: Map[String, String], t: Throwable)
+  extends ConcurrentModificationException(c, p, t)
+object ConcurrentDomainMetadataException
+  extends ConflictKind("STRATA_CONCURRENT_DOMAIN_METADATA", new ConcurrentDomainMetadataException(_, _, _))
+
 /** Commit retries ran out while other writers kept winning (each time without a logical conflict). */
 class CommitRetriesExhaustedException(c: String, p: Map[String, String], t: Throwable) extends StrataException(c, p, t)
 object CommitRetriesExhaustedException

@@ -48,9 +48,17 @@ object LogCleanup {
     ProtocolSupport.checkWritable(snapshot.protocol, snapshot.metadata, log.tablePath.toString)
     val listing = log.listLog()
     if (listing.v2Checkpoints.nonEmpty) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
-      s"Table ${log.tablePath} has V2 checkpoints, which Strata does not support yet: its log is not cleaned up.")
+      s"Table ${log.tablePath} has V2 checkpoints, whose cleanup (sidecar files in _delta_log/_sidecars) Strata " +
+        "does not do yet: its log is not cleaned up. delta-spark's log cleanup handles it.")
     val cutoff = now - retentionMillis
-    val oldest = newOldestVersion(log, listing, snapshot.metadata, cutoff)
+    val boundary = protectedBefore(snapshot)
+    val oldest = newOldestVersion(log, listing, snapshot.metadata, cutoff).filter { keep =>
+      // checkpointProtection: below the boundary nothing goes unless everything below it goes in this one cleanup.
+      val allowed = boundary.forall(keep >= _)
+      if (!allowed) LogCleanup.logger.info(s"Log cleanup of ${log.tablePath}: versions below $keep expired, but " +
+        s"checkpointProtection keeps the history before version ${boundary.get} until all of it can go at once.")
+      allowed
+    }
     val doomed = oldest.toSeq.flatMap { keep =>
       listing.classified.filter {
         case (FileNames.DeltaFile(v), _) => v < keep
@@ -59,7 +67,12 @@ object LogCleanup {
         case (FileNames.CompactedDelta(_, end), _) => end < keep
         case _ => false
       }
-    }.sortBy { case (kind, st) => (kind.version, st.getPath.getName) }
+    }.sortBy { case (kind, st) =>
+      // checkpointProtection also asks for commits to go before the checkpoints (no checkpoint before the boundary
+      // is ever missing while its commits are there).
+      val commitsFirst = boundary.isDefined && !kind.isInstanceOf[FileNames.DeltaFile]
+      (commitsFirst, kind.version, st.getPath.getName)
+    }
     var commits, checkpoints, others = 0L
     doomed.foreach { case (kind, st) =>
       if (log.store.fs.delete(st.getPath, false)) kind match {
@@ -74,6 +87,18 @@ object LogCleanup {
     val after = if (doomed.isEmpty) listing else log.listLog()
     Result(commits, checkpoints, others, TableLog.oldestReconstructable(after).getOrElse(snapshot.version), cutoff)
   }
+
+  val ProtectionFeature = "checkpointProtection"
+  val ProtectedBeforeKey = "delta.requireCheckpointProtectionBeforeVersion"
+
+  /**
+   * The version before which checkpointProtection (delta-spark's DROP FEATURE; protocol RFC "Checkpoint Protection")
+   * protects the history, when the protocol lists the feature: `delta.requireCheckpointProtectionBeforeVersion`
+   * (0, nothing protected, when unset).
+   */
+  def protectedBefore(s: Snapshot): Option[Long] =
+    if (!s.protocol.writerFeatures.exists(_(ProtectionFeature))) None
+    else Some(s.metadata.configuration.get(ProtectedBeforeKey).flatMap(_.trim.toLongOption).getOrElse(0L))
 
   /** The version below which everything goes, when some complete checkpoint qualifies (see the class comment). */
   private def newOldestVersion(log: TableLog, listing: TableLog.Listing, latest: Metadata,

@@ -6,10 +6,17 @@ package io.strata.log
  */
 object ProtocolSupport {
   /** Reader features whose data Strata reads correctly. */
-  val ReadableFeatures: Set[String] = Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors")
+  val ReadableFeatures: Set[String] =
+    Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors", "variantType", "variantType-preview", "v2Checkpoint",
+      // Files written before a widening are read back upcast by Spark's Parquet reader (TypeWidening checks the
+      // recorded changes are ones it does).
+      "typeWidening", "typeWidening-preview")
   /** Writer features whose rules Strata follows on every write. */
   val WritableFeatures: Set[String] =
-    Set("appendOnly", "invariants", "checkConstraints", "timestampNtz", "vacuumProtocolCheck", "deletionVectors")
+    Set("appendOnly", "invariants", "checkConstraints", "timestampNtz", "vacuumProtocolCheck", "deletionVectors",
+      "domainMetadata", "inCommitTimestamp", "variantType", "variantType-preview",
+      "v2Checkpoint", // written with classic single-file checkpoints, which the feature allows
+      "checkpointProtection") // honoured by LogCleanup; Strata checkpoints only its latest version
 
   /** The writer features a legacy writer version implies (PROTOCOL.md, "Table Features"). */
   private def legacyWriterFeatures(writerVersion: Int): Set[String] =
@@ -28,13 +35,29 @@ object ProtocolSupport {
     val legacyWriter = if (CheckConstraints.of(metadata).nonEmpty) 3 else 2
     // Features with reader rules that the metadata asks for (PROTOCOL.md: both lists name them).
     val features = (if (usesTimestampNtz(metadata)) Set("timestampNtz") else Set.empty[String]) ++
-      (if (deletionVectorsEnabled(metadata)) Set("deletionVectors") else Set.empty[String])
-    if (features.nonEmpty) Protocol(3, 7, Some(features), Some(legacyWriterFeatures(legacyWriter) ++ features))
+      (if (deletionVectorsEnabled(metadata)) Set("deletionVectors") else Set.empty[String]) ++
+      (if (usesVariant(metadata)) Set("variantType") else Set.empty[String]) ++
+      (if (metadata.configuration.get(V2Checkpoints.PolicyKey).exists(_.trim.equalsIgnoreCase("v2")))
+        Set(V2Checkpoints.Feature) else Set.empty[String])
+    // Writer-only features the metadata asks for (reader version unchanged).
+    val writerOnly = if (InCommitTimestamps.enabled(metadata)) Set(InCommitTimestamps.Feature) else Set.empty[String]
+    if (features.nonEmpty) Protocol(3, 7, Some(features), Some(legacyWriterFeatures(legacyWriter) ++ features ++ writerOnly))
+    else if (writerOnly.nonEmpty) Protocol(1, 7, None, Some(legacyWriterFeatures(legacyWriter) ++ writerOnly))
     else Protocol(1, legacyWriter)
   }
 
   /** The protocol after a metadata change on an existing table (upgrades only, never downgrades). */
-  def upgradeFor(current: Protocol, metadata: Metadata): Protocol = merge(current, minimumFor(metadata))
+  def upgradeFor(current: Protocol, metadata: Metadata): Protocol = {
+    // A table on the preview name of a feature (another writer's) needs no second name for it.
+    def both(p: Protocol) = p.readerFeatures.getOrElse(Set.empty) ++ p.writerFeatures.getOrElse(Set.empty)
+    val preview = PreviewNames.filter { case (_, old) => both(current)(old) }.keySet
+    val needed = minimumFor(metadata)
+    merge(current, needed.copy(readerFeatures = needed.readerFeatures.map(_ -- preview),
+      writerFeatures = needed.writerFeatures.map(_ -- preview)))
+  }
+
+  /** Features whose preview name delta-spark wrote before their final one (same rules). */
+  private val PreviewNames = Map("variantType" -> "variantType-preview")
 
   /**
    * The weakest protocol that has everything `current` and `needed` have; `current` itself when it already covers
@@ -117,4 +140,8 @@ object ProtocolSupport {
     p.readerFeatures.exists(_("deletionVectors")) && p.writerFeatures.exists(_("deletionVectors"))
 
   private def usesTimestampNtz(m: Metadata): Boolean = m.schemaString.contains("\"timestamp_ntz\"")
+
+  /** A VARIANT column or field anywhere in the schema (a type, not a name, says "variant"). */
+  private val VariantTypeJson = "\"(type|elementType|keyType|valueType)\"\\s*:\\s*\"variant\"".r
+  private def usesVariant(m: Metadata): Boolean = VariantTypeJson.findFirstIn(m.schemaString).isDefined
 }

@@ -51,6 +51,14 @@ final class Snapshot private[log] (
   def hasDeletionVectors: Boolean = fileSet.hasDeletionVectors
   def transactionVersion(appId: String): Option[Long] = transactions.get(appId).map(_.version)
 
+  /**
+   * The table's metadata domains (PROTOCOL.md, "Domain Metadata"), without removed ones: `domains` keeps a removed
+   * domain's tombstone (so replay on top of this snapshot still suppresses it), snapshot reads never show it.
+   */
+  def activeDomains: Map[String, DomainMetadata] = domains.filterNot(_._2.removed)
+  /** The configuration of domain `name`, None when the table has no such domain (or it was removed). */
+  def domainConfiguration(name: String): Option[String] = activeDomains.get(name).map(_.configuration)
+
   /** Heap bytes of the file and tombstone state, and the same without statistics (for sizing and benchmarks). */
   def stateHeapBytes: (Long, Long) =
     (fileSet.heapBytes + tombstoneSet.heapBytes, fileSet.heapBytesWithoutStats + tombstoneSet.heapBytesWithoutStats)

@@ -21,7 +21,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   private[log] def listLog(): Listing = {
     val commits = Map.newBuilder[Long, FileStatus]
     val parts = scala.collection.mutable.HashMap.empty[(Long, Int), Seq[FileStatus]]
-    var v2 = Set.empty[Long]
+    val v2 = scala.collection.mutable.HashMap.empty[Long, Seq[FileStatus]]
     val classified = Vector.newBuilder[(FileNames.LogFile, FileStatus)]
     store.list(logPath).foreach { st =>
       val kind = FileNames.classify(st.getPath.getName)
@@ -29,13 +29,16 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
       kind match {
         case Some(FileNames.DeltaFile(v)) => commits += v -> st
         case Some(FileNames.CheckpointPart(v, _, n)) => parts((v, n)) = parts.getOrElse((v, n), Nil) :+ st
-        case Some(FileNames.V2Checkpoint(v)) => v2 += v
+        case Some(FileNames.V2Checkpoint(v)) => v2(v) = v2.getOrElse(v, Nil) :+ st
         case _ =>
       }
     }
     // A checkpoint counts only when all of its parts are there.
     val complete = parts.collect { case ((v, n), files) if files.size == n => v -> files.sortBy(_.getPath.getName) }
-    Listing(commits.result(), complete.toMap, v2, classified.result())
+    // A UUID-named (V2) checkpoint is one file (its sidecars are read with it); a version with a classic one too
+    // keeps the classic one. Several V2 checkpoints of one version hold the same state: any will do.
+    val uuidNamed = v2.collect { case (v, files) if !complete.contains(v) => v -> Seq(files.minBy(_.getPath.getName)) }
+    Listing(commits.result(), complete.toMap ++ uuidNamed, v2.keySet.toSet, classified.result())
   }
 
   /** True when the table has at least one commit. */
@@ -50,8 +53,8 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     val key = tablePath.toString
     if (listing.commits.isEmpty && listing.checkpoints.isEmpty) { SnapshotCache.invalidate(key); return None }
     val latest = (listing.commits.keys ++ listing.checkpoints.keys).max
-    val snapshot = SnapshotCache.get(key).filter(SnapshotCache.isCurrent(_, listing.commits, listing.checkpoints.keys)
-      && listing.v2Checkpoints.isEmpty) match {
+    val snapshot = SnapshotCache.get(key).filter(SnapshotCache.isCurrent(_, listing.commits, listing.checkpoints.keys))
+      match {
       case Some(e) if e.snapshot.version == latest => e.snapshot
       case Some(e) if (e.snapshot.version + 1 to latest).forall(listing.commits.contains) =>
         val replay = Snapshot.Replay.from(e.snapshot)
@@ -169,10 +172,6 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     if (version > latest || version < 0) throw InvalidTableOperationException("STRATA_TIME_TRAVEL_OUT_OF_RANGE",
       s"Version $version of $tablePath does not exist; the latest version is $latest.")
     val usable = listing.checkpoints.keys.filter(_ <= version).toSeq.sorted.reverse
-    if (listing.v2Checkpoints.exists(v => v <= version && usable.headOption.forall(_ < v))) {
-      throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
-        s"Table $tablePath uses V2 checkpoints (reader feature v2Checkpoint), which Strata does not support yet.")
-    }
     // Newest checkpoint first; an unreadable one is passed over when the commits after an older one are all there.
     val routes = (usable.map(Some(_)) :+ None).filter(cp => (cp.map(_ + 1).getOrElse(0L) to version)
       .forall(listing.commits.contains))
@@ -216,7 +215,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
       .getOrElse(listing.checkpoints(version).head.getModificationTime)
     val segment = LogSegment(version, cp, cpFiles, commits.map(_._2.getPath), lastTs)
     val replay = new Snapshot.Replay(tablePath)
-    new CheckpointParts(cpFiles, store.readCheckpoint).foreach { (f, actions) =>
+    new CheckpointParts(cpFiles, V2Checkpoints.reader(store, logPath)).foreach { (f, actions) =>
       try actions.foreach(replay.apply) catch {
         case e: MalformedActionException => throw new CheckpointUnreadable(
           CorruptLogException("STRATA_CORRUPT_LOG",
@@ -257,7 +256,10 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   /** As [[checkpoint]], with every file written. */
   def writeCheckpoint(snapshot: Snapshot): WrittenCheckpoint = {
     val retentionMs = TableLog.tombstoneRetentionMillis(snapshot.metadata.configuration)
-    CheckpointWriter.write(this, snapshot, CheckpointWriter.partSize(conf), System.currentTimeMillis() - retentionMs)
+    // PROTOCOL.md, "V2 Checkpoint Table Feature": such a table must not use multi-part checkpoints (classic ones do).
+    val partSize = if (snapshot.protocol.writerFeatures.exists(_(V2Checkpoints.Feature))) Long.MaxValue
+      else CheckpointWriter.partSize(conf)
+    CheckpointWriter.write(this, snapshot, partSize, System.currentTimeMillis() - retentionMs)
   }
 }
 

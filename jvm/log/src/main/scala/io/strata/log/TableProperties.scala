@@ -50,8 +50,7 @@ object TableProperties {
     "dataSkippingStringPrefixLength" -> WholeNumber(0, "a whole number >= 0"),
     "checkpoint.writeStatsAsJson" -> Bool,
     "checkpoint.writeStatsAsStruct" -> Bool,
-    "checkpointPolicy" -> Unsupported("checkpointPolicy 'v2' needs V2 checkpoints (table feature v2Checkpoint)",
-      _.trim.equalsIgnoreCase("classic")),
+    "checkpointPolicy" -> OneOf(Seq("classic", "v2")), // v2: the feature v2Checkpoint (ProtocolSupport.minimumFor)
     "isolationLevel" -> OneOf(Seq("Serializable")),
     "autoOptimize" -> Bool,
     "autoOptimize.optimizeWrite" -> Bool,
@@ -78,8 +77,7 @@ object TableProperties {
     "enableIcebergCompatV2" -> unsupportedFlag("Iceberg compatibility (table feature icebergCompatV2)"),
     "enableIcebergCompatV3" -> unsupportedFlag("Iceberg compatibility (table feature icebergCompatV3)"),
     "universalFormat.enabledFormats" -> Unsupported("UniForm (Iceberg/Hudi metadata conversion)", emptyOrNull),
-    "enableInCommitTimestamps" ->
-      unsupportedFlag("in-commit timestamps (table feature inCommitTimestamp): Strata reads them but does not write them yet"),
+    "enableInCommitTimestamps" -> Bool,
     "inCommitTimestampEnablementVersion" -> Unsupported("in-commit timestamps (set by the writer enabling them)", _ => false),
     "inCommitTimestampEnablementTimestamp" -> Unsupported("in-commit timestamps (set by the writer enabling them)", _ => false),
     "enableVariantShredding" -> unsupportedFlag("variant shredding (table feature variantShredding)"),
@@ -102,7 +100,8 @@ object TableProperties {
     "catalogOwned-preview", "allowColumnDefaults", "checkpointProtection", "collations-preview",
     "materializePartitionColumns", "icebergWriterCompatV1", "icebergWriterCompatV3", "geospatial")
   /** Features with reader rules: supporting one needs reader version 3 as well. */
-  private val ReaderWriterFeatures = Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors")
+  private val ReaderWriterFeatures =
+    Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors", "variantType", "variantType-preview", "v2Checkpoint")
 
   /** True for the keys that ask for a protocol rather than being stored in the metadata. */
   def isProtocolProperty(key: String): Boolean = {

@@ -110,6 +110,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     val protocol = requiredProtocol.fold(derived)(ProtocolSupport.merge(derived, _))
     ProtocolSupport.checkWritable(protocol, meta, log.tablePath.toString)
     validate(actions, meta)
+    DomainWrites.validate(actions, protocol, log.tablePath.toString)
     val isolation = if (serializable) IsolationLevel.Serializable else IsolationLevel.of(meta.configuration)
 
     val staged = Vector.newBuilder[Action]
@@ -119,8 +120,21 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     var body: Seq[Action] = staged.result()
     val checker = new ConflictChecker(log, body, isolation, reads, readVersion,
       changesMetadata = newMetadata.isDefined || requireNewTable, rowRebase)
-    val info = commitInfo(operation, body, checker.isBlindAppend, isolation)
-    var lines = (info +: body).map(ActionCodec.serialize)
+    val baseInfo = commitInfo(operation, body, checker.isBlindAppend, isolation)
+    var info = baseInfo
+    // What the version holds: `body`, its metadata with the in-commit timestamp enablement of the version it lands at.
+    var written: Seq[Action] = body
+    val ict = InCommitTimestamps.active(protocol, meta)
+    def stage(v: Long): Seq[String] = {
+      val ts = if (ict) Some(InCommitTimestamps.next(log, meta.id, v, System.currentTimeMillis())) else None
+      info = ts.fold(baseInfo)(t => CommitInfo(baseInfo.json.deepCopy().put("timestamp", t).put("inCommitTimestamp", t)))
+      written = body.map {
+        case m: Metadata => InCommitTimestamps.withEnablement(m, readSnapshot.map(_.metadata), v, ts)
+        case a => a
+      }
+      (info +: written).map(ActionCodec.serialize) // commitInfo first (PROTOCOL.md asks it of in-commit timestamps)
+    }
+    var lines = stage(readVersion + 1)
     // Idempotence against the version this transaction read; the winners are checked in the loop.
     val alreadyRead = body.collectFirst {
       case t: SetTransaction if readSnapshot.flatMap(_.transactionVersion(t.appId)).exists(_ >= t.version) => t
@@ -148,10 +162,12 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     while (true) {
       put(version, lines) match {
         case Transaction.Landed =>
-          val after = if (version == readVersion + 1) remember(version, body) else None
+          val after = if (version == readVersion + 1) remember(version, written) else None
           val result = CommitResult(version, attempt, info)
+          info.inCommitTimestamp.foreach(InCommitTimestamps.landed(log, meta.id, version, _))
+          val writtenMeta = written.collectFirst { case m: Metadata => m }.getOrElse(meta)
           PostCommitHook.runAll(PostCommitHook.LogHooks ++ hooks,
-            new CommittedVersion(log, result, body, meta, after.map(_._1), after.map(_._2)))
+            new CommittedVersion(log, result, written, writtenMeta, after.map(_._1), after.map(_._2)))
           return result
         case Transaction.NotWritten(e) =>
           ioFailures += 1
@@ -164,10 +180,8 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
             case ConflictChecker.Checked(last) => version = last + 1
           }
           // Winners put vectors on files we change, on other rows: our vectors grow by theirs.
-          rowRebase.filter(_.pending).foreach { r =>
-            body = r.restage(body, System.currentTimeMillis())
-            lines = (info +: body).map(ActionCodec.serialize)
-          }
+          rowRebase.filter(_.pending).foreach(r => body = r.restage(body, System.currentTimeMillis()))
+          lines = stage(version)
           attempt += 1
       }
     }

@@ -82,7 +82,9 @@ class CheckpointSuite extends AnyFunSuite with LogTestSupport {
     // c removed 2 hours ago (older than the 1 hour retention): expired; d removed 10 minutes ago: kept
     log.startTransaction().commit(Seq(file("p=a%20b/c.parquet").remove(now - 2 * 3600 * 1000L)), Operation("DELETE"))
     log.startTransaction().commit(Seq(file("p=x/d.parquet").remove(now - 10 * 60 * 1000L)), Operation("DELETE"))
-    log.startTransaction().commit(Seq(DomainMetadata("user.domain", """{"k":1}""", removed = false)), Operation("X"))
+    val withDomain = log.startTransaction()
+    withDomain.requireProtocol(Protocol(1, 7, None, Some(Set("domainMetadata"))))
+    withDomain.commit(Seq(DomainMetadata("user.domain", """{"k":1}""", removed = false)), Operation("X"))
     val snap = log.snapshot()
     assert(snap.version == 4L && snap.tombstones.size == 2)
 

@@ -99,8 +99,8 @@ class ProtocolSupportSuite extends AnyFunSuite with LogTestSupport {
       intercept[UnsupportedProtocolException](ProtocolSupport.checkWritable(p, metadata(), "tbl")).getMessage
     assert(readErr(Protocol(2, 5)).contains("reader version 2"))
     assert(readErr(Protocol(4, 7)).contains("reader version 4"))
-    assert(readErr(Protocol(3, 7, Some(Set("columnMapping", "v2Checkpoint")), Some(Set.empty)))
-      .contains("columnMapping, v2Checkpoint"))
+    assert(readErr(Protocol(3, 7, Some(Set("columnMapping", "variantShredding", "v2Checkpoint")), Some(Set.empty)))
+      .contains("columnMapping, variantShredding, which"))
     assert(writeErr(Protocol(1, 4)).contains("writer version 4"))
     assert(writeErr(Protocol(1, 5)).contains("writer version 5"))
     assert(writeErr(Protocol(3, 7, Some(Set.empty), Some(Set("changeDataFeed")))).contains("changeDataFeed"))

@@ -38,7 +38,6 @@ class TablePropertiesSuite extends AnyFunSuite with LogTestSupport {
   test("properties that turn on a feature Strata cannot write are refused by name; turned off they pass") {
     Seq("delta.enableIcebergCompatV1" -> "Iceberg", "delta.enableIcebergCompatV2" -> "Iceberg",
       "delta.enableRowTracking" -> "row tracking", "delta.enableTypeWidening" -> "type widening",
-      "delta.enableInCommitTimestamps" -> "in-commit timestamps",
       "delta.enableChangeDataFeed" -> "change data feed").foreach { case (key, what) =>
       val e = unsupported(key -> "true")
       assert(e.contains(key) && e.contains(what) && e.contains("cannot write"), e)
@@ -46,7 +45,7 @@ class TablePropertiesSuite extends AnyFunSuite with LogTestSupport {
     }
     assert(unsupported("delta.universalFormat.enabledFormats" -> "iceberg").contains("UniForm"))
     assert(unsupported("delta.columnMapping.mode" -> "name").contains("column mapping"))
-    assert(unsupported("delta.checkpointPolicy" -> "v2").contains("v2Checkpoint"))
+    assert(invalid("delta.checkpointPolicy" -> "v3").contains("classic, v2"))
   }
 
   test("protocol properties: versions and features become a protocol request, checked against what Strata writes") {

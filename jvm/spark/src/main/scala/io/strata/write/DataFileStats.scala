@@ -15,7 +15,7 @@ import org.apache.parquet.hadoop.ParquetFileReader
 import org.apache.parquet.hadoop.metadata.ParquetMetadata
 import org.apache.parquet.hadoop.util.HadoopInputFile
 import org.apache.parquet.io.api.Binary
-import org.apache.parquet.schema.{LogicalTypeAnnotation, PrimitiveType}
+import org.apache.parquet.schema.{LogicalTypeAnnotation, MessageType, PrimitiveType, Type}
 import org.apache.parquet.schema.LogicalTypeAnnotation.{DateLogicalTypeAnnotation, DecimalLogicalTypeAnnotation, StringLogicalTypeAnnotation, TimeUnit, TimestampLogicalTypeAnnotation}
 import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName._
 
@@ -46,11 +46,15 @@ object DataFileStats {
     val numRecords = blocks.map(_.getRowCount).sum
     val root = nodes.objectNode().put("numRecords", numRecords)
     val mins = nodes.objectNode(); val maxs = nodes.objectNode(); val nulls = nodes.objectNode()
-    val leaves = footer.getFileMetaData.getSchema.getColumns.asScala.take(numIndexedCols)
+    val schema = footer.getFileMetaData.getSchema
+    val leaves = schema.getColumns.asScala.take(numIndexedCols)
+    val variants = variantGroups(schema)
     leaves.foreach { col =>
       val path = col.getPath.toSeq
       val repeated = col.getMaxRepetitionLevel > 0 // inside an array or map: no per-value bounds
-      if (!repeated) {
+      // A variant's value/metadata binaries: the protocol's variant statistics are not theirs; none is written.
+      val inVariant = variants.exists(v => path.startsWith(v))
+      if (!repeated && !inVariant) {
         val chunks = blocks.map(_.getColumns.asScala.find(_.getPath.toArray.sameElements(col.getPath)))
         val stats = chunks.map(_.map(_.getStatistics))
         if (stats.nonEmpty && stats.forall(s => s.isDefined && !s.get.isEmpty)) {
@@ -71,6 +75,24 @@ object DataFileStats {
     root.set[JsonNode]("maxValues", maxs)
     root.set[JsonNode]("nullCount", nulls)
     FileStats(numRecords, ActionCodec.mapper.writeValueAsString(root))
+  }
+
+  /**
+   * Paths of the groups that hold variant values (Parquet's variant annotation, or the unshredded layout Spark
+   * writes: exactly the binaries `value` and `metadata`). A struct of just those two binaries is taken for one too:
+   * it then goes without statistics, which costs skipping, never a wrong answer.
+   */
+  private def variantGroups(schema: MessageType): Seq[Seq[String]] = {
+    def walk(t: Type, path: Seq[String]): Seq[Seq[String]] = if (t.isPrimitive) Nil else {
+      val g = t.asGroupType()
+      val names = g.getFields.asScala.map(_.getName).toSet
+      val annotated = Option(g.getLogicalTypeAnnotation).exists(_.getClass.getSimpleName.startsWith("Variant"))
+      val layout = names == Set("value", "metadata") &&
+        g.getFields.asScala.forall(f => f.isPrimitive && f.asPrimitiveType.getPrimitiveTypeName == BINARY)
+      if (path.nonEmpty && (annotated || layout || names("typed_value") && names("metadata"))) Seq(path)
+      else g.getFields.asScala.toSeq.flatMap(f => walk(f, path :+ f.getName))
+    }
+    walk(schema, Nil)
   }
 
   private def put(obj: ObjectNode, path: Seq[String], value: JsonNode): Unit = {

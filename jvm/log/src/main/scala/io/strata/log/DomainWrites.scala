@@ -1,0 +1,26 @@
+package io.strata.log
+
+/**
+ * The writer rules of PROTOCOL.md, "Domain Metadata", checked on the actions a commit stages: a domain may be written
+ * only when the protocol lists the `domainMetadata` writer feature, at most once per commit, and never a
+ * system-controlled (`delta.`) domain, which belongs to table features Strata does not write yet. Domains a commit does
+ * not name are kept as they are: replay carries them, and checkpoints write them ([[Snapshot.checkpointActions]]).
+ */
+private[log] object DomainWrites {
+  val Feature = "domainMetadata"
+
+  def validate(actions: Seq[Action], protocol: Protocol, table: String): Unit = {
+    val domains = actions.collect { case d: DomainMetadata => d }
+    if (domains.isEmpty) return
+    if (!protocol.writerFeatures.exists(_(Feature))) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
+      s"Table $table: writing metadata domain(s) ${domains.map(_.domain).distinct.mkString(", ")} needs the writer " +
+        s"feature $Feature in the table's protocol; set the table property delta.feature.$Feature = 'supported'.")
+    domains.groupBy(_.domain).collectFirst { case (d, ds) if ds.size > 1 => d }.foreach { d =>
+      throw new IllegalArgumentException(s"Metadata domain '$d' appears twice in one commit of $table.")
+    }
+    domains.find(_.domain.startsWith("delta.")).foreach { d =>
+      throw new IllegalArgumentException(s"Metadata domain '${d.domain}' of $table is system-controlled (the " +
+        "'delta.' prefix belongs to table features): Strata does not write it; use a domain name of your own.")
+    }
+  }
+}
