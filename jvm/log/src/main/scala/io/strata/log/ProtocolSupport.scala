@@ -6,7 +6,8 @@ package io.strata.log
  */
 object ProtocolSupport {
   /** Reader features whose data Strata reads correctly. */
-  val ReadableFeatures: Set[String] = Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors")
+  val ReadableFeatures: Set[String] =
+    Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors", "columnMapping")
   /** Writer features whose rules Strata follows on every write. */
   val WritableFeatures: Set[String] =
     Set("appendOnly", "invariants", "checkConstraints", "timestampNtz", "vacuumProtocolCheck", "deletionVectors")
@@ -61,16 +62,14 @@ object ProtocolSupport {
 
   def checkReadable(p: Protocol, table: String): Unit = {
     p.minReaderVersion match {
-      case 1 =>
-      case 2 => throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
-        s"Table $table needs reader version 2 (column mapping), which Strata does not support yet.")
+      case 1 | 2 => // 2: column mapping (ColumnMapping), read by physical name or field id
       case 3 =>
         val missing = p.readerFeatures.getOrElse(Set.empty) -- ReadableFeatures
         if (missing.nonEmpty) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
           s"Table $table needs reader feature(s) ${missing.toSeq.sorted.mkString(", ")}, which Strata does not " +
             s"support yet (supported: ${ReadableFeatures.toSeq.sorted.mkString(", ")}).")
       case v => throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
-        s"Table $table needs reader version $v; Strata reads versions 1 and 3 only.")
+        s"Table $table needs reader version $v; Strata reads versions 1, 2 and 3 only.")
     }
   }
 

@@ -19,7 +19,7 @@ import scala.util.Try
 final class ExactStats(columns: IndexedSeq[StructField]) {
   import ExactStats._
 
-  private val ordinals: Map[String, Int] = columns.map(_.name).zipWithIndex.toMap
+  private val ordinals: Map[String, Int] = columns.map(PhysicalSchema.physicalName).zipWithIndex.toMap
 
   /** The facts of one file, or None when its statistics have no (integral) numRecords. */
   def parse(json: String): Option[Facts] = if (json == null) None else Try {

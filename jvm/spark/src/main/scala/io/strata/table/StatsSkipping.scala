@@ -160,7 +160,7 @@ final class StatsSkipping private (dataSchema: StructType, dataFilters: Seq[Expr
     val values = new Array[Any](1 + 3 * referenced.size)
     values(0) = Option(root.get("numRecords")).filter(_.isNumber).map(_.asLong: Any).orNull
     referenced.foreach { c =>
-      def at(section: String) = Option(root.get(section)).flatMap(s => Option(s.get(c.field.name))).filterNot(_.isNull)
+      def at(section: String) = Option(root.get(section)).flatMap(s => Option(s.get(PhysicalSchema.physicalName(c.field)))).filterNot(_.isNull)
       values(c.ordinal) = at("minValues").flatMap(StatsSkipping.value(_, c.field.dataType, upper = false)).orNull
       values(c.ordinal + 1) = at("maxValues").flatMap(StatsSkipping.value(_, c.field.dataType, upper = true)).orNull
       values(c.ordinal + 2) = at("nullCount").filter(_.isNumber).map(_.asLong: Any).orNull

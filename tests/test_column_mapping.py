@@ -1,0 +1,117 @@
+"""Column mapping (PROTOCOL.md "Column Mapping", modes `name` and `id`): tables delta-spark creates, renames and
+drops columns in are read by Strata identically at every version (path reads V1, catalog reads V2, time travel,
+filters that prune partitions and skip files by statistics, aggregates answered from the log), and by deltalake."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from delta_spark_peer import Peer
+from table_reads import delta_rs_tuples, log_version, session_time_zone, strata_json, strata_tuples
+
+MODES = ["name", "id"]
+
+
+def delta_sql(peer: Peer, path: Path, *statements: str) -> None:
+    """Runs statements in the delta-spark peer, `{t}` standing for the table delta.`path`."""
+    peer.call("sql", statements=[s.format(t=f"delta.`{path}`") for s in statements])
+
+
+def history(mode: str) -> list[str]:
+    """Renames and drops of top-level, nested (struct, array element, map value) and partition columns, names with
+    spaces and dots, a column dropped and re-added under the same name, with inserts between them."""
+    return [
+        "CREATE TABLE {t} (id BIGINT, `a b` STRING, `x.y` INT, s STRUCT<f1: INT, `f.2`: STRING>, "
+        "arr ARRAY<STRUCT<e: INT>>, m MAP<STRING, STRUCT<v: INT>>, p STRING, ts TIMESTAMP) USING delta "
+        f"PARTITIONED BY (p) TBLPROPERTIES ('delta.columnMapping.mode' = '{mode}')",
+        "INSERT INTO {t} VALUES (1, 'one', 10, named_struct('f1', 1, 'f.2', 'x'), array(named_struct('e', 1)), "
+        "map('k', named_struct('v', 1)), 'A', TIMESTAMP'2024-03-10 01:30:00'), "
+        "(2, 'two', 20, named_struct('f1', 2, 'f.2', 'y'), array(), map(), 'B', NULL)",
+        "ALTER TABLE {t} RENAME COLUMN `a b` TO `c.d e`",
+        "ALTER TABLE {t} RENAME COLUMN s.f1 TO g1",
+        "ALTER TABLE {t} RENAME COLUMN arr.element.e TO e2",
+        "ALTER TABLE {t} RENAME COLUMN m.value.v TO w",
+        "INSERT INTO {t} VALUES (3, 'three', 30, named_struct('g1', 3, 'f.2', 'z'), array(named_struct('e2', 3)), "
+        "map('k3', named_struct('w', 3)), 'A', TIMESTAMP'2024-11-03 01:30:00')",
+        "ALTER TABLE {t} RENAME COLUMN p TO `part col`",
+        "INSERT INTO {t} VALUES (4, 'four', 40, NULL, NULL, NULL, 'C', NULL)",
+        "ALTER TABLE {t} DROP COLUMN `x.y`",
+        "INSERT INTO {t} VALUES (5, 'five', NULL, NULL, NULL, 'C', NULL)",
+        "ALTER TABLE {t} ADD COLUMNS (`x.y` INT)",
+        "INSERT INTO {t} VALUES (6, 'six', NULL, NULL, NULL, 'B', NULL, 66)",
+        # a swap: each name now holds the other column's values
+        "ALTER TABLE {t} RENAME COLUMN id TO tmp",
+        "ALTER TABLE {t} RENAME COLUMN `x.y` TO id",
+        "ALTER TABLE {t} RENAME COLUMN tmp TO `x.y`",
+        "ALTER TABLE {t} DROP COLUMN s.`f.2`",
+    ]
+
+
+@pytest.fixture(scope="module", params=MODES)
+def renamed_table(request: pytest.FixtureRequest, peer: Peer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A table delta-spark built with history(mode), one per mode."""
+    path = tmp_path_factory.mktemp(f"colmap_{request.param}") / "t"
+    delta_sql(peer, path, *history(request.param))
+    return path
+
+
+def test_every_version_reads_as_delta_spark_reads_it(spark: SparkSession, peer: Peer, renamed_table: Path) -> None:
+    path = renamed_table
+    versions = list(range(log_version(path) + 1))
+    expected = peer.read(path, versions)
+    for v in versions:
+        assert strata_json(spark, path, v) == expected[v], f"version {v}"
+        # the catalog (V2) read of the same version
+        rows = sorted(spark.sql(f"SELECT * FROM strata.`{path}` VERSION AS OF {v}").toJSON().collect())
+        assert rows == expected[v], f"version {v} through the catalog"
+    # a non-UTC session: partition and data timestamps read as delta-spark reads them there
+    with session_time_zone(spark, "America/Los_Angeles") as zone:
+        assert strata_json(spark, path) == peer.read(path, None, time_zone=zone)[0]
+
+
+def test_schema_shows_logical_names_without_mapping_keys(spark: SparkSession, renamed_table: Path) -> None:
+    df = spark.read.format("strata").load(str(renamed_table))
+    assert df.columns == ["x.y", "c.d e", "s", "arr", "m", "part col", "ts", "id"]
+    assert df.schema["s"].dataType.simpleString() == "struct<g1:int>"
+    assert df.schema["arr"].dataType.simpleString() == "array<struct<e2:int>>"
+    assert df.schema["m"].dataType.simpleString() == "map<string,struct<w:int>>"
+    for field in df.schema.fields:
+        assert not any(k.startswith("delta.columnMapping") or k == "parquet.field.id" for k in field.metadata)
+
+
+QUERIES = [
+    "SELECT * FROM {t} WHERE `part col` = 'A'",
+    "SELECT `x.y`, `c.d e` FROM {t} WHERE `x.y` >= 3",
+    "SELECT `x.y`, id FROM {t} WHERE id = 66",
+    "SELECT s.g1, arr[0].e2, m['k3'].w FROM {t} WHERE s.g1 = 3",
+    "SELECT `c.d e` FROM {t} WHERE `c.d e` LIKE 't%' AND `part col` <> 'B'",
+    "SELECT count(*), min(`x.y`), max(`x.y`), count(id) FROM {t}",
+    "SELECT `part col`, count(*), max(`x.y`) FROM {t} GROUP BY `part col`",
+]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_filters_and_aggregates_match_delta_spark(spark: SparkSession, peer: Peer, renamed_table: Path,
+                                                  query: str) -> None:
+    expected = peer.call("query", sql=query.format(t=f"delta.`{renamed_table}`"))["rows"]
+    for table in (f"strata.`{renamed_table}`", "v1"):
+        spark.read.format("strata").load(str(renamed_table)).createOrReplaceTempView("v1")
+        assert sorted(spark.sql(query.format(t=table)).toJSON().collect()) == expected, table
+
+
+def test_pruning_and_skipping_use_physical_names(spark: SparkSession, renamed_table: Path) -> None:
+    """The log keys partition values and statistics by physical name: pruning and skipping still select files."""
+    df = spark.read.format("strata").load(str(renamed_table))
+    all_files = len(df.inputFiles())
+    assert 0 < len(df.where("`part col` = 'A'").inputFiles()) < all_files
+    # only the file of the last insert holds `x.y` = 6 (its min/max statistics say so)
+    assert len(df.where("`x.y` = 6").inputFiles()) == 1
+    assert df.where("`x.y` = 6").count() == 1
+
+
+def test_deltalake_reads_the_same_rows(spark: SparkSession, renamed_table: Path) -> None:
+    columns = ["x.y", "c.d e", "part col", "id"]
+    quoted = [f"`{c}`" for c in columns]
+    assert delta_rs_tuples(renamed_table, columns) == strata_tuples(spark, renamed_table, quoted)
