@@ -115,3 +115,134 @@ def test_deltalake_reads_the_same_rows(spark: SparkSession, renamed_table: Path)
     columns = ["x.y", "c.d e", "part col", "id"]
     quoted = [f"`{c}`" for c in columns]
     assert delta_rs_tuples(renamed_table, columns) == strata_tuples(spark, renamed_table, quoted)
+
+
+# --- Strata writing into mapped tables -------------------------------------------------------------------------
+
+def mapped_table(peer: Peer, path: Path, mode: str, properties: str = "") -> None:
+    """A table delta-spark created with column mapping, with a renamed partition column and a renamed nested field."""
+    delta_sql(
+        peer, path,
+        "CREATE TABLE {t} (id BIGINT, `a b` STRING, s STRUCT<f1: INT, f2: STRING>, p STRING) USING delta "
+        f"PARTITIONED BY (p) TBLPROPERTIES ('delta.columnMapping.mode' = '{mode}'{properties})",
+        "INSERT INTO {t} VALUES (1, 'one', named_struct('f1', 1, 'f2', 'x'), 'A'), "
+        "(2, 'two', named_struct('f1', 2, 'f2', 'y'), 'B'), (3, 'three', NULL, 'B')",
+        "ALTER TABLE {t} RENAME COLUMN `a b` TO `c.d`",
+        "ALTER TABLE {t} RENAME COLUMN s.f1 TO g",
+        "ALTER TABLE {t} RENAME COLUMN p TO q",
+    )
+
+
+def assert_same_everywhere(spark: SparkSession, peer: Peer, path: Path) -> None:
+    """delta-spark reads what Strata reads, and deltalake too (its top-level, non-nested columns)."""
+    assert strata_json(spark, path) == peer.read(path)[0]
+    columns = ["id", "c.d", "q"]
+    assert delta_rs_tuples(path, columns) == strata_tuples(spark, path, [f"`{c}`" for c in columns])
+
+
+def data_file_schemas(path: Path, version: int) -> list[object]:
+    """The Parquet schemas (pyarrow) of the files a commit added."""
+    import pyarrow.parquet as pq
+    from table_reads import commit_actions
+    from urllib.parse import unquote
+    return [pq.read_schema(path / unquote(a["add"]["path"])) for a in commit_actions(path, version) if "add" in a]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_appends_write_physical_names_and_field_ids(spark: SparkSession, peer: Peer, tmp_path: Path,
+                                                   mode: str) -> None:
+    path = tmp_path / "t"
+    mapped_table(peer, path, mode)
+    df = spark.createDataFrame([(4, "four", (4, "z"), "A"), (5, None, None, "C")],
+                               "id long, `c.d` string, s struct<g: int, f2: string>, q string")
+    df.write.format("strata").mode("append").save(str(path))  # V1
+    spark.sql(f"INSERT INTO strata.`{path}` VALUES (6, 'six', named_struct('g', 6, 'f2', 'w'), 'B')")  # V2
+    assert_same_everywhere(spark, peer, path)
+    # the files hold physical names and field ids; the log's partition values and statistics physical names
+    from table_reads import commit_actions
+    for version in (log_version(path) - 1, log_version(path)):
+        for schema in data_file_schemas(path, version):
+            names = schema.names
+            assert all(n.startswith("col-") for n in names), names
+            assert all(schema.field(n).metadata and b"PARQUET:field_id" in schema.field(n).metadata for n in names)
+        for action in commit_actions(path, version):
+            if "add" in action:
+                assert all(k.startswith("col-") for k in action["add"]["partitionValues"])
+                assert all(k.startswith("col-") for k in json_keys(action["add"]["stats"]))
+    # data skipping on a Strata-written file: the new rows' statistics are found under physical names
+    files = spark.read.format("strata").load(str(path)).where("id = 6").inputFiles()
+    assert len(files) == 1
+
+
+def json_keys(stats: str) -> list[str]:
+    import json
+    return list(json.loads(stats)["minValues"].keys())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_schema_evolution_gives_new_columns_ids_and_physical_names(spark: SparkSession, peer: Peer, tmp_path: Path,
+                                                                   mode: str) -> None:
+    import json
+    from table_reads import commit_actions
+    path = tmp_path / "t"
+    mapped_table(peer, path, mode)
+    before = [a["metaData"] for v in range(log_version(path) + 1) for a in commit_actions(path, v) if "metaData" in a][-1]
+    max_before = int(before["configuration"]["delta.columnMapping.maxColumnId"])
+    df = spark.createDataFrame([(7, "seven", (7, "v"), "A", 70)],
+                               "id long, `c.d` string, s struct<g: int, f2: string>, q string, `new col` int")
+    df.write.format("strata").mode("append").option("mergeSchema", "true").save(str(path))
+    meta = [a["metaData"] for a in commit_actions(path, log_version(path)) if "metaData" in a][0]
+    assert int(meta["configuration"]["delta.columnMapping.maxColumnId"]) == max_before + 1
+    field = [f for f in json.loads(meta["schemaString"])["fields"] if f["name"] == "new col"][0]
+    assert field["metadata"]["delta.columnMapping.id"] == max_before + 1
+    assert field["metadata"]["delta.columnMapping.physicalName"].startswith("col-")
+    assert "parquet.field.id" not in field["metadata"]
+    assert_same_everywhere(spark, peer, path)
+    # delta-spark continues writing the evolved table
+    delta_sql(peer, path, "INSERT INTO {t} VALUES (8, 'eight', NULL, 'C', 80)")
+    assert_same_everywhere(spark, peer, path)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dv", [False, True])
+def test_dml_and_optimize_on_mapped_tables(spark: SparkSession, peer: Peer, tmp_path: Path, mode: str,
+                                           dv: bool) -> None:
+    path = tmp_path / "t"
+    mapped_table(peer, path, mode, ", 'delta.enableDeletionVectors' = 'true'" if dv else "")
+    t = f"strata.`{path}`"
+    spark.sql(f"INSERT INTO {t} VALUES (4, 'four', named_struct('g', 4, 'f2', 'z'), 'A')")
+    spark.sql(f"UPDATE {t} SET `c.d` = upper(`c.d`), s.g = s.g * 10 WHERE id >= 2")
+    assert_same_everywhere(spark, peer, path)
+    spark.sql(f"DELETE FROM {t} WHERE q = 'A' AND id = 1")
+    spark.sql(f"DELETE FROM {t} WHERE `c.d` = 'THREE'")
+    assert_same_everywhere(spark, peer, path)
+    spark.createDataFrame([(2, "deux", "B"), (9, "neuf", "C")], "id long, name string, q string") \
+        .createOrReplaceTempView("src")
+    spark.sql(f"MERGE INTO {t} USING src ON {t}.id = src.id "
+              "WHEN MATCHED THEN UPDATE SET `c.d` = src.name "
+              "WHEN NOT MATCHED THEN INSERT (id, `c.d`, s, q) VALUES (src.id, src.name, NULL, src.q)")
+    assert_same_everywhere(spark, peer, path)
+    spark.sql(f"CALL strata.system.optimize(table => '{path}')").collect()
+    assert_same_everywhere(spark, peer, path)
+    # delta-spark continues on what Strata wrote: DML and a rename
+    delta_sql(peer, path, "UPDATE {t} SET id = id + 100 WHERE q = 'B'", "ALTER TABLE {t} RENAME COLUMN id TO ident")
+    assert_same_everywhere_renamed(spark, peer, path)
+
+
+def assert_same_everywhere_renamed(spark: SparkSession, peer: Peer, path: Path) -> None:
+    assert strata_json(spark, path) == peer.read(path)[0]
+    columns = ["ident", "c.d", "q"]
+    assert delta_rs_tuples(path, columns) == strata_tuples(spark, path, [f"`{c}`" for c in columns])
+
+
+def test_streaming_sink_writes_mapped_tables(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    mapped_table(peer, path, "name")
+    source = tmp_path / "source"
+    spark.createDataFrame([(10, "ten", (10, "s"), "S"), (11, "eleven", None, "S")],
+                          "id long, `c.d` string, s struct<g: int, f2: string>, q string").write.parquet(str(source))
+    query = (spark.readStream.schema("id long, `c.d` string, s struct<g: int, f2: string>, q string")
+             .parquet(str(source)).writeStream.format("strata")
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start(str(path)))
+    query.awaitTermination()
+    assert_same_everywhere(spark, peer, path)

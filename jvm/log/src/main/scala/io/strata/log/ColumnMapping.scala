@@ -83,12 +83,13 @@ object ColumnMapping {
     ActionCodec.mapper.writeValueAsString(root)
   }
 
-  /** The physical name of top-level column `logical` (itself when it has none). */
-  def physicalName(m: Metadata, logical: String): String =
-    fields(ActionCodec.mapper.readTree(m.schemaString), "").collectFirst {
-      case (path, meta) if path == logical && meta != null && meta.hasNonNull(PhysicalNameKey) =>
-        meta.get(PhysicalNameKey).asText
-    }.getOrElse(logical)
+  /** The names `partitionValues` keys the partition columns by: their physical names with column mapping. */
+  def physicalPartitionColumns(m: Metadata): Seq[String] = if (!enabled(m)) m.partitionColumns else {
+    val top = ActionCodec.mapper.readTree(m.schemaString).path("fields").elements().asScala.toSeq
+    m.partitionColumns.map { c =>
+      top.find(_.path("name").asText == c).map(_.path("metadata").path(PhysicalNameKey).asText(c)).getOrElse(c)
+    }
+  }
 
   private def ids(root: JsonNode): Seq[Long] =
     fields(root, "").flatMap { case (_, meta) => Option(meta).flatMap(m => Option(m.get(IdKey))).map(_.asLong) }

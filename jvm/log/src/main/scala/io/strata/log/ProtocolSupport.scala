@@ -10,16 +10,17 @@ object ProtocolSupport {
     Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors", "columnMapping")
   /** Writer features whose rules Strata follows on every write. */
   val WritableFeatures: Set[String] =
-    Set("appendOnly", "invariants", "checkConstraints", "timestampNtz", "vacuumProtocolCheck", "deletionVectors")
+    Set("appendOnly", "invariants", "checkConstraints", "timestampNtz", "vacuumProtocolCheck", "deletionVectors",
+      "columnMapping")
 
   /** The writer features a legacy writer version implies (PROTOCOL.md, "Table Features"). */
   private def legacyWriterFeatures(writerVersion: Int): Set[String] =
     (if (writerVersion >= 2) Set("appendOnly", "invariants") else Set.empty[String]) ++
-      (if (writerVersion >= 3) Set("checkConstraints") else Set.empty[String])
+      (if (writerVersion >= 3) Set("checkConstraints") else Set.empty[String]) ++
+      (if (writerVersion >= 5) Set("columnMapping") else Set.empty[String])
 
   private[log] val legacyWriterNeeds = Map(
     4 -> "change data feed or generated columns (writer version 4)",
-    5 -> "column mapping (writer version 5)",
     6 -> "identity columns (writer version 6)")
 
   /** The protocol a new table with these properties and schema needs: reader 1 / writer 2 unless a feature asks more. */
@@ -30,7 +31,11 @@ object ProtocolSupport {
     // Features with reader rules that the metadata asks for (PROTOCOL.md: both lists name them).
     val features = (if (usesTimestampNtz(metadata)) Set("timestampNtz") else Set.empty[String]) ++
       (if (deletionVectorsEnabled(metadata)) Set("deletionVectors") else Set.empty[String])
-    if (features.nonEmpty) Protocol(3, 7, Some(features), Some(legacyWriterFeatures(legacyWriter) ++ features))
+    val mapped = ColumnMapping.enabled(metadata) // reader 2 / writer 5, or the feature where features are listed
+    if (features.nonEmpty) {
+      val all = features ++ (if (mapped) Set("columnMapping") else Set.empty[String])
+      Protocol(3, 7, Some(all), Some(legacyWriterFeatures(legacyWriter) ++ all))
+    } else if (mapped) Protocol(2, 5)
     else Protocol(1, legacyWriter)
   }
 
@@ -45,15 +50,18 @@ object ProtocolSupport {
   def merge(current: Protocol, needed: Protocol): Protocol = {
     def writerFeatures(p: Protocol) =
       if (p.supportsWriterFeatures) p.writerFeatures.getOrElse(Set.empty) else legacyWriterFeatures(p.minWriterVersion)
+    // Reader version 2 stands for column mapping, as a writer version for its features.
+    def readerFeatures(p: Protocol) = if (p.minReaderVersion >= 3) p.readerFeatures.getOrElse(Set.empty[String])
+      else if (p.minReaderVersion == 2) Set("columnMapping") else Set.empty[String]
     val covered = needed.minReaderVersion <= current.minReaderVersion &&
-      needed.readerFeatures.getOrElse(Set.empty).subsetOf(current.readerFeatures.getOrElse(Set.empty)) &&
+      readerFeatures(needed).subsetOf(readerFeatures(current)) &&
       writerFeatures(needed).subsetOf(writerFeatures(current)) &&
       (current.supportsWriterFeatures || needed.minWriterVersion <= current.minWriterVersion)
     if (covered) current
     else if (needed.supportsWriterFeatures || current.supportsWriterFeatures) {
       val reader = math.max(current.minReaderVersion, needed.minReaderVersion)
       Protocol(reader, 7,
-        if (reader >= 3) Some(current.readerFeatures.getOrElse(Set.empty) ++ needed.readerFeatures.getOrElse(Set.empty))
+        if (reader >= 3) Some(readerFeatures(current) ++ readerFeatures(needed))
         else None,
         Some(writerFeatures(current) ++ writerFeatures(needed)))
     } else Protocol(math.max(current.minReaderVersion, needed.minReaderVersion),
@@ -76,7 +84,7 @@ object ProtocolSupport {
   def checkWritable(p: Protocol, metadata: Metadata, table: String): Unit = {
     checkReadable(p, table)
     p.minWriterVersion match {
-      case 1 | 2 | 3 =>
+      case 1 | 2 | 3 | 5 => // 5: column mapping; its writer-4 features are refused below when used
       case v if legacyWriterNeeds.contains(v) => throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
         s"Table $table needs writer version $v for ${legacyWriterNeeds(v)}, which Strata cannot write yet.")
       case 7 =>
@@ -96,7 +104,6 @@ object ProtocolSupport {
     val conf = m.configuration
     def enabled(k: String) = conf.get(k).exists(_.equalsIgnoreCase("true"))
     if (enabled("delta.enableChangeDataFeed")) Some("delta.enableChangeDataFeed is not supported yet")
-    else if (conf.get("delta.columnMapping.mode").exists(_ != "none")) Some("column mapping is not supported yet")
     else if (m.schemaString.contains("\"delta.invariants\"")) Some("column invariants are not supported yet")
     else if (m.schemaString.contains("\"delta.generationExpression\"")) Some("generated columns are not supported yet")
     else None

@@ -70,7 +70,7 @@ object TableProperties {
     "enableChangeDataFeed" -> unsupportedFlag("change data feed (table feature changeDataFeed)"),
     "enableChangeDataCapture" -> unsupportedFlag("change data feed (table feature changeDataFeed)"),
     "enableDeletionVectors" -> Bool,
-    "columnMapping.mode" -> Unsupported("column mapping (table feature columnMapping)", _.trim.equalsIgnoreCase("none")),
+    "columnMapping.mode" -> OneOf(ColumnMapping.Modes),
     "columnMapping.maxColumnId" -> Unsupported("column mapping (it is maintained by column mapping itself)", _ => false),
     "enableRowTracking" -> unsupportedFlag("row tracking (table feature rowTracking)"),
     "enableTypeWidening" -> unsupportedFlag("type widening (table feature typeWidening)"),

@@ -65,6 +65,39 @@ object PhysicalSchema {
     if (!table.fields.exists(_.metadata.contains(ColumnMapping.PhysicalNameKey))) None
     else Some(PhysicalSchema(table, byId = table.fields.exists(_.metadata.contains(ColumnMapping.ParquetFieldIdKey))))
 
+  /**
+   * The schema data files are written with: physical names and, in both modes, each field's id as its Parquet field
+   * id (as delta-spark writes them); `table` itself without column mapping. Types and nullability are `table`'s.
+   */
+  def forWrite(table: StructType): StructType = of(table).fold(table) { _ =>
+    PhysicalSchema(withFieldIds(table), byId = true).physical(table)
+  }
+
+  /**
+   * `m` with schema `schema` (columns of the table's schema, and new ones): on a table with column mapping each new
+   * field (nested too) gets the next id and a fresh `col-<uuid>` physical name, and maxColumnId follows; the log
+   * schema never holds Spark's Parquet field id keys.
+   */
+  def withSchema(m: io.strata.log.Metadata, schema: StructType): io.strata.log.Metadata =
+    if (!ColumnMapping.enabled(m)) m.copy(schemaString = schema.json) else {
+      val (json, max) = ColumnMapping.assign(withoutFieldIds(schema).json, ColumnMapping.maxColumnId(m),
+        keepNames = false)
+      m.copy(schemaString = json, configuration = m.configuration + (ColumnMapping.MaxColumnIdKey -> max.toString))
+    }
+
+  private def withoutFieldIds(s: StructType): StructType = StructType(s.fields.map { f =>
+    val m = if (f.metadata.contains(ColumnMapping.ParquetFieldIdKey))
+      new MetadataBuilder().withMetadata(f.metadata).remove(ColumnMapping.ParquetFieldIdKey).build() else f.metadata
+    f.copy(dataType = mapType(f.dataType, withoutFieldIds), metadata = m)
+  })
+
+  /** `logical` (part of `table`) with physical names; itself when `table` does not map columns. */
+  def renamed(table: StructType, logical: StructType): StructType = of(table).fold(logical)(_.physical(logical))
+
+  /** The names of `columns` (top-level, logical) in the log and in data files. */
+  def physicalColumns(table: StructType, columns: Seq[String]): Seq[String] =
+    columns.map(c => table.fields.find(_.name == c).fold(c)(physicalName))
+
   /** The name a column has in data files, `partitionValues` and statistics. */
   def physicalName(f: StructField): String =
     if (f.metadata.contains(ColumnMapping.PhysicalNameKey)) f.metadata.getString(ColumnMapping.PhysicalNameKey)
