@@ -64,12 +64,19 @@ class ProtocolSupportSuite extends AnyFunSuite with LogTestSupport {
       Protocol(1, 2))
   }
 
-  test("other unsupported properties are named too") {
-    Seq(
-      Map("delta.columnMapping.mode" -> "name") -> "column mapping").foreach { case (conf, named) =>
-      val e = intercept[UnsupportedProtocolException](ProtocolSupport.minimumFor(metadata(configuration = conf)))
-      assert(e.getMessage.contains(named), e.getMessage)
-    }
+  test("delta.columnMapping.mode asks for reader 2 / writer 5, or the columnMapping feature beside other features") {
+    val mapped = Map("delta.columnMapping.mode" -> "name")
+    assert(ProtocolSupport.minimumFor(metadata(configuration = mapped)) == Protocol(2, 5))
+    assert(ProtocolSupport.minimumFor(metadata(configuration = mapped + ("delta.enableDeletionVectors" -> "true"))) ==
+      Protocol(3, 7, Some(Set("deletionVectors", "columnMapping")),
+        Some(Set("appendOnly", "invariants", "deletionVectors", "columnMapping"))))
+    // an upgrade of a table already at 3 / 7 lists the feature in both lists; of a legacy table, reader 2 / writer 5
+    val dv = Protocol(3, 7, Some(Set("deletionVectors")), Some(Set("appendOnly", "invariants", "deletionVectors")))
+    assert(ProtocolSupport.merge(dv, Protocol(2, 5)) == Protocol(3, 7, Some(Set("deletionVectors", "columnMapping")),
+      Some(Set("appendOnly", "invariants", "checkConstraints", "deletionVectors", "columnMapping"))))
+    assert(ProtocolSupport.merge(Protocol(1, 2), Protocol(2, 5)) == Protocol(2, 5))
+    assert(ProtocolSupport.merge(Protocol(2, 5), Protocol(2, 5)) == Protocol(2, 5))
+    ProtocolSupport.checkWritable(Protocol(2, 5), metadata(configuration = mapped), "tbl")
   }
 
   test("appendOnly table: staging a RemoveFile with dataChange=true fails naming delta.appendOnly") {

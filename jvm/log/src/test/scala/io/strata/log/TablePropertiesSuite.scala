@@ -45,7 +45,8 @@ class TablePropertiesSuite extends AnyFunSuite with LogTestSupport {
       assert(TableProperties.validate(Map(key -> "false"), "t") == Map(key -> "false"))
     }
     assert(unsupported("delta.universalFormat.enabledFormats" -> "iceberg").contains("UniForm"))
-    assert(unsupported("delta.columnMapping.mode" -> "name").contains("column mapping"))
+    assert(TableProperties.validate(Map("delta.columnMapping.mode" -> "name"), "t").nonEmpty)
+    assert(invalid("delta.columnMapping.mode" -> "names").contains("none, name, id"))
     assert(unsupported("delta.checkpointPolicy" -> "v2").contains("v2Checkpoint"))
   }
 
