@@ -98,6 +98,8 @@ SEQUENCES: dict[str, tuple[list[str], list[str]]] = {
         "INSERT INTO {t} VALUES (4, 'd', 40)"]),
     "rename-unmapped-refused": ([f"CREATE TABLE {{t}} ({FLAT}) USING {{using}}", INSERT_FLAT], [
         "ALTER TABLE {t} RENAME COLUMN v TO w", "INSERT INTO {t} VALUES (4, 'd', 40)"]),
+    "rename-constrained-column-refused": ([mapped(FLAT), INSERT_FLAT, "ALTER TABLE {t} ADD CONSTRAINT pos CHECK (n > 0)"], [
+        "ALTER TABLE {t} RENAME COLUMN n TO m", "ALTER TABLE {t} DROP COLUMN n", "INSERT INTO {t} VALUES (4, 'd', 40)"]),
     "deletion-vectors-rename-delete": ([mapped(FLAT, props=", 'delta.enableDeletionVectors' = 'true'"),
                                         INSERT_FLAT], [
         "ALTER TABLE {t} RENAME COLUMN v TO label", "DELETE FROM {t} WHERE label = 'a'",
@@ -150,6 +152,7 @@ def test_refusals_name_what_is_needed(corpus: dict[str, Any]) -> None:
     assert "delta.columnMapping.mode" in errors["rename-unmapped-refused"]
     assert "partition column" in errors["drop-partition-column-refused"]
     assert "STRATA_COLUMN_ALREADY_EXISTS" in errors["rename-onto-existing-name-refused"]
+    assert "CHECK constraint pos" in errors["rename-constrained-column-refused"]
 
 
 @pytest.mark.parametrize("name", list(SEQUENCES))

@@ -1,8 +1,8 @@
 package io.strata.catalog
 
-import io.strata.log.{ColumnMapping, InvalidTableOperationException, Metadata}
-import io.strata.table.PhysicalSchema
-import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StructField, StructType}
+import io.strata.log.{CheckConstraints, ColumnMapping, InvalidTableOperationException, Metadata}
+import io.strata.table.SqlPredicates
+import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StructType}
 
 /**
  * RENAME COLUMN, DROP COLUMN and column mapping mode changes (ALTER TABLE): metadata only, as in delta-spark. With
@@ -70,7 +70,17 @@ object ColumnMappingChanges {
     in(schema, path).asInstanceOf[StructType]
   }
 
-  /** The physical name of top-level column `name` (for messages). */
-  def physicalName(schema: StructType, name: String): Option[String] =
-    schema.fields.find(_.name.equalsIgnoreCase(name)).map((f: StructField) => PhysicalSchema.physicalName(f))
+  /**
+   * Refuses to rename or drop a column a CHECK constraint names (as delta-spark does): the constraint's text would
+   * name a column that is gone, and every later write would fail on it.
+   */
+  def requireUnconstrained(conf: Map[String, String], path: Seq[String], what: String, table: String): Unit = {
+    val column = path.mkString(".")
+    CheckConstraints.of(conf).find(c => SqlPredicates.referencedColumns(c.predicate).exists(r =>
+      r.equalsIgnoreCase(column) || r.toLowerCase(java.util.Locale.ROOT).startsWith(column.toLowerCase(
+        java.util.Locale.ROOT) + "."))).foreach { c =>
+      throw InvalidTableOperationException("STRATA_UNSUPPORTED_ALTER", s"Cannot $what $column of $table: CHECK " +
+        s"constraint ${c.name} (${c.predicate}) uses it; drop the constraint first. Nothing was changed.")
+    }
+  }
 }

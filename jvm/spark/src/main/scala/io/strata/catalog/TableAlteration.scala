@@ -68,11 +68,13 @@ object TableAlteration {
             "Nothing was changed.")
       case c: TableChange.RenameColumn =>
         ColumnMappingChanges.requireMapping(mode, "RENAME COLUMN", table)
+        ColumnMappingChanges.requireUnconstrained(conf, c.fieldNames.toSeq, "rename", table)
         schema = ColumnMappingChanges.rename(schema, c.fieldNames.toSeq, c.newName, table)
         if (c.fieldNames.length == 1) partitionColumns = partitionColumns.map(p =>
           if (p.equalsIgnoreCase(c.fieldNames.head)) c.newName else p)
       case c: TableChange.DeleteColumn =>
         ColumnMappingChanges.requireMapping(mode, "DROP COLUMN", table)
+        ColumnMappingChanges.requireUnconstrained(conf, c.fieldNames.toSeq, "drop", table)
         if (c.fieldNames.length == 1 && partitionColumns.exists(_.equalsIgnoreCase(c.fieldNames.head)))
           throw InvalidTableOperationException("STRATA_UNSUPPORTED_ALTER", s"Cannot drop partition column " +
             s"${c.fieldNames.head} of $table: dropping a partition column is not allowed (as in delta-spark); " +
