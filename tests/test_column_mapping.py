@@ -3,13 +3,18 @@ drops columns in are read by Strata identically at every version (path reads V1,
 filters that prune partitions and skip files by statistics, aggregates answered from the log), and by deltalake."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
 
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
 from delta_spark_peer import Peer
-from table_reads import delta_rs_tuples, log_version, session_time_zone, strata_json, strata_tuples
+from table_reads import (commit_actions, delta_rs_tuples, log_version, session_time_zone, strata_json,
+                         strata_tuples)
 
 MODES = ["name", "id"]
 
@@ -140,11 +145,8 @@ def assert_same_everywhere(spark: SparkSession, peer: Peer, path: Path) -> None:
     assert delta_rs_tuples(path, columns) == strata_tuples(spark, path, [f"`{c}`" for c in columns])
 
 
-def data_file_schemas(path: Path, version: int) -> list[object]:
+def data_file_schemas(path: Path, version: int) -> list[Any]:
     """The Parquet schemas (pyarrow) of the files a commit added."""
-    import pyarrow.parquet as pq
-    from table_reads import commit_actions
-    from urllib.parse import unquote
     return [pq.read_schema(path / unquote(a["add"]["path"])) for a in commit_actions(path, version) if "add" in a]
 
 
@@ -159,7 +161,6 @@ def test_appends_write_physical_names_and_field_ids(spark: SparkSession, peer: P
     spark.sql(f"INSERT INTO strata.`{path}` VALUES (6, 'six', named_struct('g', 6, 'f2', 'w'), 'B')")  # V2
     assert_same_everywhere(spark, peer, path)
     # the files hold physical names and field ids; the log's partition values and statistics physical names
-    from table_reads import commit_actions
     for version in (log_version(path) - 1, log_version(path)):
         for schema in data_file_schemas(path, version):
             names = schema.names
@@ -175,15 +176,12 @@ def test_appends_write_physical_names_and_field_ids(spark: SparkSession, peer: P
 
 
 def json_keys(stats: str) -> list[str]:
-    import json
     return list(json.loads(stats)["minValues"].keys())
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_schema_evolution_gives_new_columns_ids_and_physical_names(spark: SparkSession, peer: Peer, tmp_path: Path,
                                                                    mode: str) -> None:
-    import json
-    from table_reads import commit_actions
     path = tmp_path / "t"
     mapped_table(peer, path, mode)
     before = [a["metaData"] for v in range(log_version(path) + 1) for a in commit_actions(path, v) if "metaData" in a][-1]
