@@ -4,6 +4,8 @@ filters that prune partitions and skip files by statistics, aggregates answered 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -17,6 +19,11 @@ from table_reads import (commit_actions, delta_rs_tuples, log_version, session_t
                          strata_tuples)
 
 MODES = ["name", "id"]
+GOLDEN = Path(os.environ.get("STRATA_GOLDEN_TABLES", "/work/shared/fixtures/delta-golden"))
+GOLDEN_MAPPED = ["table-with-columnmapping-mode-name", "table-with-columnmapping-mode-id",
+                 "data-reader-timestamp_ntz-name-mode", "data-reader-timestamp_ntz-id-mode",
+                 "data-skipping-basic-stats-all-types-columnmapping-name",
+                 "data-skipping-basic-stats-all-types-columnmapping-id", "dv-with-columnmapping"]
 
 
 def delta_sql(peer: Peer, path: Path, *statements: str) -> None:
@@ -73,6 +80,20 @@ def test_every_version_reads_as_delta_spark_reads_it(spark: SparkSession, peer: 
         assert rows == expected[v], f"version {v} through the catalog"
     # a non-UTC session: partition and data timestamps read as delta-spark reads them there
     with session_time_zone(spark, "America/Los_Angeles") as zone:
+        assert strata_json(spark, path) == peer.read(path, None, time_zone=zone)[0]
+
+
+@pytest.mark.parametrize("name", GOLDEN_MAPPED)
+def test_golden_mapped_tables_read_as_delta_spark_reads_them(spark: SparkSession, peer: Peer, tmp_path: Path,
+                                                             name: str) -> None:
+    """delta-spark's own test tables with column mapping (name and id; nested, NTZ, every stats type, deletion
+    vectors), every version, in UTC and in a non-UTC session (timestamp_ntz values must not move)."""
+    path = Path(shutil.copytree(GOLDEN / name, tmp_path / name))
+    versions = list(range(log_version(path) + 1))
+    expected = peer.read(path, versions)
+    for v in versions:
+        assert strata_json(spark, path, v) == expected[v], f"version {v}"
+    with session_time_zone(spark, "Asia/Kolkata") as zone:
         assert strata_json(spark, path) == peer.read(path, None, time_zone=zone)[0]
 
 
