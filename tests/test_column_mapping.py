@@ -265,23 +265,3 @@ def test_streaming_sink_writes_mapped_tables(spark: SparkSession, peer: Peer, tm
              .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start(str(path)))
     query.awaitTermination()
     assert_same_everywhere(spark, peer, path)
-
-
-def test_streaming_source_stops_at_a_drop(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
-    """The stream reads the schema it started with: a dropped column stops it with the source-change error (else
-    later files would read the column as nulls), and a restarted query reads the new schema."""
-    path, sink = tmp_path / "t", tmp_path / "sink"
-
-    def run(checkpoint: str) -> None:
-        query = (spark.readStream.format("strata").load(str(path)).writeStream.format("strata")
-                 .option("checkpointLocation", str(tmp_path / checkpoint)).trigger(availableNow=True)
-                 .start(str(sink)))
-        query.awaitTermination()
-
-    mapped_table(peer, path, "name")
-    run("c1")
-    delta_sql(peer, path, "ALTER TABLE {t} DROP COLUMN `c.d`", "INSERT INTO {t} VALUES (9, NULL, 'Z')")
-    with pytest.raises(Exception, match="STRATA_STREAM_SOURCE_CHANGE"):
-        run("c1")
-    assert sorted(spark.read.format("strata").load(str(sink)).select("id").toJSON().collect()) == \
-        ['{"id":1}', '{"id":2}', '{"id":3}']

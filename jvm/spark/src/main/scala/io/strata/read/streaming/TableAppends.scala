@@ -2,7 +2,7 @@ package io.strata.read.streaming
 
 import io.strata.log.{AddFile, CommitChanges, CorruptLogException, InvalidTableOperationException, ProtocolSupport,
   StreamSourceChangeException, TableLog}
-import io.strata.table.{PhysicalSchema, TableSchema}
+import io.strata.table.TableSchema
 
 import java.io.FileNotFoundException
 import java.time.{Instant, ZoneId}
@@ -189,16 +189,6 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
       .exists(_.dataType.catalogString == f.dataType.catalogString))
     val partitionsDiffer = at.partitionColumns.map(_.toLowerCase(java.util.Locale.ROOT)) !=
       schema.partitionColumns.map(_.toLowerCase(java.util.Locale.ROOT))
-    // Column mapping: a dropped column, or a name now on another physical column (a drop and re-add, a swap),
-    // would read as nulls or as another column's values under the stream's schema.
-    val lower = (n: String) => n.toLowerCase(java.util.Locale.ROOT)
-    val now = at.schema.fields.map(f => lower(f.name) -> PhysicalSchema.physicalName(f)).toMap
-    val moved = if (PhysicalSchema.of(schema.schema).isEmpty) Nil else schema.schema.fields.toSeq.filterNot(f =>
-      now.get(lower(f.name)).contains(PhysicalSchema.physicalName(f))).map(_.name)
-    if (moved.nonEmpty) throw StreamSourceChangeException("STRATA_STREAM_SOURCE_CHANGE",
-      s"The schema of $tableName changed at version $version (column mapping: ${moved.mkString(", ")} dropped or " +
-        s"renamed); the stream reads the schema it started with (${schema.schema.simpleString}). Restart the query " +
-        "to read the new schema.")
     if (unreadable.nonEmpty || partitionsDiffer) throw StreamSourceChangeException("STRATA_STREAM_SOURCE_CHANGE",
       s"The schema of $tableName changed at version $version" +
         (if (unreadable.nonEmpty) s" (${unreadable.map(f => s"${f.name} ${f.dataType.simpleString}").mkString(", ")} " +
