@@ -10,22 +10,22 @@ object ProtocolSupport {
     Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors", "variantType", "variantType-preview", "v2Checkpoint",
       // Files written before a widening are read back upcast by Spark's Parquet reader (TypeWidening checks the
       // recorded changes are ones it does).
-      "typeWidening", "typeWidening-preview")
+      "typeWidening", "typeWidening-preview", "columnMapping")
   /** Writer features whose rules Strata follows on every write. */
   val WritableFeatures: Set[String] =
     Set("appendOnly", "invariants", "checkConstraints", "timestampNtz", "vacuumProtocolCheck", "deletionVectors",
-      "domainMetadata", "inCommitTimestamp", "variantType", "variantType-preview",
+      "domainMetadata", "inCommitTimestamp", "variantType", "variantType-preview", "columnMapping",
       "v2Checkpoint", // written with classic single-file checkpoints, which the feature allows
       "checkpointProtection") // honoured by LogCleanup; Strata checkpoints only its latest version
 
   /** The writer features a legacy writer version implies (PROTOCOL.md, "Table Features"). */
   private def legacyWriterFeatures(writerVersion: Int): Set[String] =
     (if (writerVersion >= 2) Set("appendOnly", "invariants") else Set.empty[String]) ++
-      (if (writerVersion >= 3) Set("checkConstraints") else Set.empty[String])
+      (if (writerVersion >= 3) Set("checkConstraints") else Set.empty[String]) ++
+      (if (writerVersion >= 5) Set("columnMapping") else Set.empty[String])
 
   private[log] val legacyWriterNeeds = Map(
     4 -> "change data feed or generated columns (writer version 4)",
-    5 -> "column mapping (writer version 5)",
     6 -> "identity columns (writer version 6)")
 
   /** The protocol a new table with these properties and schema needs: reader 1 / writer 2 unless a feature asks more. */
@@ -41,7 +41,13 @@ object ProtocolSupport {
         Set(V2Checkpoints.Feature) else Set.empty[String])
     // Writer-only features the metadata asks for (reader version unchanged).
     val writerOnly = if (InCommitTimestamps.enabled(metadata)) Set(InCommitTimestamps.Feature) else Set.empty[String]
-    if (features.nonEmpty) Protocol(3, 7, Some(features), Some(legacyWriterFeatures(legacyWriter) ++ features ++ writerOnly))
+    val mapped = ColumnMapping.enabled(metadata) // reader 2 / writer 5, or the feature where features are listed
+    val mapping = if (mapped) Set("columnMapping") else Set.empty[String]
+    if (features.nonEmpty) {
+      val all = features ++ mapping
+      Protocol(3, 7, Some(all), Some(legacyWriterFeatures(legacyWriter) ++ all ++ writerOnly))
+    } else if (mapped && writerOnly.isEmpty) Protocol(2, 5)
+    else if (mapped) Protocol(2, 7, None, Some(legacyWriterFeatures(legacyWriter) ++ mapping ++ writerOnly))
     else if (writerOnly.nonEmpty) Protocol(1, 7, None, Some(legacyWriterFeatures(legacyWriter) ++ writerOnly))
     else Protocol(1, legacyWriter)
   }
@@ -67,15 +73,18 @@ object ProtocolSupport {
   def merge(current: Protocol, needed: Protocol): Protocol = {
     def writerFeatures(p: Protocol) =
       if (p.supportsWriterFeatures) p.writerFeatures.getOrElse(Set.empty) else legacyWriterFeatures(p.minWriterVersion)
+    // Reader version 2 stands for column mapping, as a writer version for its features.
+    def readerFeatures(p: Protocol) = if (p.minReaderVersion >= 3) p.readerFeatures.getOrElse(Set.empty[String])
+      else if (p.minReaderVersion == 2) Set("columnMapping") else Set.empty[String]
     val covered = needed.minReaderVersion <= current.minReaderVersion &&
-      needed.readerFeatures.getOrElse(Set.empty).subsetOf(current.readerFeatures.getOrElse(Set.empty)) &&
+      readerFeatures(needed).subsetOf(readerFeatures(current)) &&
       writerFeatures(needed).subsetOf(writerFeatures(current)) &&
       (current.supportsWriterFeatures || needed.minWriterVersion <= current.minWriterVersion)
     if (covered) current
     else if (needed.supportsWriterFeatures || current.supportsWriterFeatures) {
       val reader = math.max(current.minReaderVersion, needed.minReaderVersion)
       Protocol(reader, 7,
-        if (reader >= 3) Some(current.readerFeatures.getOrElse(Set.empty) ++ needed.readerFeatures.getOrElse(Set.empty))
+        if (reader >= 3) Some(readerFeatures(current) ++ readerFeatures(needed))
         else None,
         Some(writerFeatures(current) ++ writerFeatures(needed)))
     } else Protocol(math.max(current.minReaderVersion, needed.minReaderVersion),
@@ -84,23 +93,21 @@ object ProtocolSupport {
 
   def checkReadable(p: Protocol, table: String): Unit = {
     p.minReaderVersion match {
-      case 1 =>
-      case 2 => throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
-        s"Table $table needs reader version 2 (column mapping), which Strata does not support yet.")
+      case 1 | 2 => // 2: column mapping (ColumnMapping), read by physical name or field id
       case 3 =>
         val missing = p.readerFeatures.getOrElse(Set.empty) -- ReadableFeatures
         if (missing.nonEmpty) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
           s"Table $table needs reader feature(s) ${missing.toSeq.sorted.mkString(", ")}, which Strata does not " +
             s"support yet (supported: ${ReadableFeatures.toSeq.sorted.mkString(", ")}).")
       case v => throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
-        s"Table $table needs reader version $v; Strata reads versions 1 and 3 only.")
+        s"Table $table needs reader version $v; Strata reads versions 1, 2 and 3 only.")
     }
   }
 
   def checkWritable(p: Protocol, metadata: Metadata, table: String): Unit = {
     checkReadable(p, table)
     p.minWriterVersion match {
-      case 1 | 2 | 3 =>
+      case 1 | 2 | 3 | 5 => // 5: column mapping; its writer-4 features are refused below when used
       case v if legacyWriterNeeds.contains(v) => throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
         s"Table $table needs writer version $v for ${legacyWriterNeeds(v)}, which Strata cannot write yet.")
       case 7 =>
@@ -120,7 +127,6 @@ object ProtocolSupport {
     val conf = m.configuration
     def enabled(k: String) = conf.get(k).exists(_.equalsIgnoreCase("true"))
     if (enabled("delta.enableChangeDataFeed")) Some("delta.enableChangeDataFeed is not supported yet")
-    else if (conf.get("delta.columnMapping.mode").exists(_ != "none")) Some("column mapping is not supported yet")
     else if (m.schemaString.contains("\"delta.invariants\"")) Some("column invariants are not supported yet")
     else if (m.schemaString.contains("\"delta.generationExpression\"")) Some("generated columns are not supported yet")
     else None

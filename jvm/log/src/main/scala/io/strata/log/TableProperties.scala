@@ -69,7 +69,7 @@ object TableProperties {
     "enableChangeDataFeed" -> unsupportedFlag("change data feed (table feature changeDataFeed)"),
     "enableChangeDataCapture" -> unsupportedFlag("change data feed (table feature changeDataFeed)"),
     "enableDeletionVectors" -> Bool,
-    "columnMapping.mode" -> Unsupported("column mapping (table feature columnMapping)", _.trim.equalsIgnoreCase("none")),
+    "columnMapping.mode" -> OneOf(ColumnMapping.Modes),
     "columnMapping.maxColumnId" -> Unsupported("column mapping (it is maintained by column mapping itself)", _ => false),
     "enableRowTracking" -> unsupportedFlag("row tracking (table feature rowTracking)"),
     "enableTypeWidening" -> unsupportedFlag("type widening (table feature typeWidening)"),
@@ -179,7 +179,8 @@ object TableProperties {
     }
     if (reader.contains(2)) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
       s"Table property $MinReaderVersion=2 of $table " +
-      "means column mapping, which Strata cannot write yet; use 1, or 3 together with delta.minWriterVersion=7.")
+      "means column mapping: set delta.columnMapping.mode = 'name' instead (it upgrades the protocol to reader 2 / " +
+      "writer 5), or use 1, or 3 together with delta.minWriterVersion=7.")
     writer.flatMap(ProtocolSupport.legacyWriterNeeds.get).foreach { need =>
       throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
         s"Table property $MinWriterVersion=${writer.get} of $table means $need, " +

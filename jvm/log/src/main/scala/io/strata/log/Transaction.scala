@@ -249,7 +249,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
       actions.exists { case r: RemoveFile => r.dataChange; case _ => false }) {
       throw InvalidTableOperationException("STRATA_APPEND_ONLY", Map("table" -> log.tablePath))
     }
-    val partCols = meta.partitionColumns.toSet
+    val partCols = ColumnMapping.physicalPartitionColumns(meta).toSet // the log's keys (column mapping)
     actions.foreach {
       case a: AddFile if a.partitionValues.keySet != partCols => throw new IllegalArgumentException(
         s"File ${a.path} has partition values for ${a.partitionValues.keys.mkString("[", ", ", "]")} but the table " +

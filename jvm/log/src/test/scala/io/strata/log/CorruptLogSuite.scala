@@ -206,13 +206,13 @@ class CorruptLogSuite extends AnyFunSuite with LogTestSupport {
     assert(latestVersion(table) == 0L)
   }
 
-  test("reader 3 with readerFeatures [columnMapping] names columnMapping") {
-    val table = handWrittenTable(Protocol(3, 7, Some(Set("columnMapping")), Some(Set("columnMapping"))))
+  test("reader 3 with an unknown reader feature names it") {
+    val table = handWrittenTable(Protocol(3, 7, Some(Set("futureFeature")), Some(Set("futureFeature"))))
     val snap = open(table).snapshot()
     val e = intercept[UnsupportedProtocolException](ProtocolSupport.checkReadable(snap.protocol, table.toString))
-    assert(e.getMessage.contains("columnMapping"), e.getMessage)
+    assert(e.getMessage.contains("futureFeature"), e.getMessage)
     val w = intercept[UnsupportedProtocolException](append(open(table), add("b.parquet")))
-    assert(w.getMessage.contains("columnMapping"))
+    assert(w.getMessage.contains("futureFeature"))
     assert(latestVersion(table) == 0L)
   }
 

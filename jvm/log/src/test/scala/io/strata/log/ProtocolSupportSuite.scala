@@ -64,12 +64,19 @@ class ProtocolSupportSuite extends AnyFunSuite with LogTestSupport {
       Protocol(1, 2))
   }
 
-  test("other unsupported properties are named too") {
-    Seq(
-      Map("delta.columnMapping.mode" -> "name") -> "column mapping").foreach { case (conf, named) =>
-      val e = intercept[UnsupportedProtocolException](ProtocolSupport.minimumFor(metadata(configuration = conf)))
-      assert(e.getMessage.contains(named), e.getMessage)
-    }
+  test("delta.columnMapping.mode asks for reader 2 / writer 5, or the columnMapping feature beside other features") {
+    val mapped = Map("delta.columnMapping.mode" -> "name")
+    assert(ProtocolSupport.minimumFor(metadata(configuration = mapped)) == Protocol(2, 5))
+    assert(ProtocolSupport.minimumFor(metadata(configuration = mapped + ("delta.enableDeletionVectors" -> "true"))) ==
+      Protocol(3, 7, Some(Set("deletionVectors", "columnMapping")),
+        Some(Set("appendOnly", "invariants", "deletionVectors", "columnMapping"))))
+    // an upgrade of a table already at 3 / 7 lists the feature in both lists; of a legacy table, reader 2 / writer 5
+    val dv = Protocol(3, 7, Some(Set("deletionVectors")), Some(Set("appendOnly", "invariants", "deletionVectors")))
+    assert(ProtocolSupport.merge(dv, Protocol(2, 5)) == Protocol(3, 7, Some(Set("deletionVectors", "columnMapping")),
+      Some(Set("appendOnly", "invariants", "checkConstraints", "deletionVectors", "columnMapping"))))
+    assert(ProtocolSupport.merge(Protocol(1, 2), Protocol(2, 5)) == Protocol(2, 5))
+    assert(ProtocolSupport.merge(Protocol(2, 5), Protocol(2, 5)) == Protocol(2, 5))
+    ProtocolSupport.checkWritable(Protocol(2, 5), metadata(configuration = mapped), "tbl")
   }
 
   test("appendOnly table: staging a RemoveFile with dataChange=true fails naming delta.appendOnly") {
@@ -97,12 +104,12 @@ class ProtocolSupportSuite extends AnyFunSuite with LogTestSupport {
     def readErr(p: Protocol) = intercept[UnsupportedProtocolException](ProtocolSupport.checkReadable(p, "tbl")).getMessage
     def writeErr(p: Protocol) =
       intercept[UnsupportedProtocolException](ProtocolSupport.checkWritable(p, metadata(), "tbl")).getMessage
-    assert(readErr(Protocol(2, 5)).contains("reader version 2"))
+    ProtocolSupport.checkReadable(Protocol(2, 5), "tbl") // column mapping: read by physical name or id
     assert(readErr(Protocol(4, 7)).contains("reader version 4"))
-    assert(readErr(Protocol(3, 7, Some(Set("columnMapping", "variantShredding", "v2Checkpoint")), Some(Set.empty)))
-      .contains("columnMapping, variantShredding, which"))
+    assert(readErr(Protocol(3, 7, Some(Set("columnMapping", "variantShredding", "futureFeatureA")), Some(Set.empty)))
+      .contains("futureFeatureA, variantShredding, which"))
     assert(writeErr(Protocol(1, 4)).contains("writer version 4"))
-    assert(writeErr(Protocol(1, 5)).contains("writer version 5"))
+    ProtocolSupport.checkWritable(Protocol(1, 5), metadata(), "tbl") // column mapping: written by physical name
     assert(writeErr(Protocol(3, 7, Some(Set.empty), Some(Set("changeDataFeed")))).contains("changeDataFeed"))
     assert(writeErr(Protocol(1, 8)).contains("writer version 8"))
     ProtocolSupport.checkReadable(Protocol(1, 1), "tbl")

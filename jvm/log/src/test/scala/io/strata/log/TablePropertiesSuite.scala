@@ -44,7 +44,8 @@ class TablePropertiesSuite extends AnyFunSuite with LogTestSupport {
       assert(TableProperties.validate(Map(key -> "false"), "t") == Map(key -> "false"))
     }
     assert(unsupported("delta.universalFormat.enabledFormats" -> "iceberg").contains("UniForm"))
-    assert(unsupported("delta.columnMapping.mode" -> "name").contains("column mapping"))
+    assert(TableProperties.validate(Map("delta.columnMapping.mode" -> "name"), "t").nonEmpty)
+    assert(invalid("delta.columnMapping.mode" -> "names").contains("none, name, id"))
     assert(invalid("delta.checkpointPolicy" -> "v3").contains("classic, v2"))
   }
 
@@ -66,7 +67,7 @@ class TablePropertiesSuite extends AnyFunSuite with LogTestSupport {
     assert(err("delta.feature.appendOnly" -> "disabled").contains("it must be 'supported'"))
     assert(err("delta.minReaderVersion" -> "4").contains("must be one of 1, 2, 3"))
     assert(err("delta.minWriterVersion" -> "seven").contains("must be one of 1, 2, 3, 4, 5, 6, 7"))
-    assert(err("delta.minWriterVersion" -> "5").contains("column mapping"))
+    assert(req("delta.minWriterVersion" -> "5") == Some(Protocol(1, 5)))
     assert(err("delta.minReaderVersion" -> "2").contains("column mapping"))
     assert(err("delta.minReaderVersion" -> "3").contains("'delta.minWriterVersion'='7'"))
     // on a writer-7 table the reader version alone is enough; a lower writer version there is no request to refuse

@@ -36,7 +36,7 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
   ProtocolSupport.checkReadable(snapshot.protocol, snapshot.tablePath.toString)
 
   override def name(): String = tableName
-  override def schema(): StructType = table.schema
+  override def schema(): StructType = io.strata.table.PhysicalSchema.strip(table.schema) // users see no mapping keys
   override def partitioning(): Array[Transform] =
     table.partitionColumns.map(c => Expressions.identity(c): Transform).toArray
   override def properties(): util.Map[String, String] =

@@ -23,6 +23,8 @@ object TableAlteration {
     var meta = snapshot.metadata
     var schema = TableSchema.of(meta).schema
     var conf = meta.configuration
+    var partitionColumns = meta.partitionColumns
+    val mode = io.strata.log.ColumnMapping.mode(meta)
     var set = Map.empty[String, String] // plain SET TBLPROPERTIES: checked (and protocol ones applied) together
     changes.foreach {
       case c: TableChange.SetProperty if CheckConstraints.isConstraintProperty(c.property) =>
@@ -64,6 +66,22 @@ object TableAlteration {
             s"Strata does not change column types. In MERGE WITH SCHEMA EVOLUTION, Spark asks for this when the " +
             s"source column's type differs: cast it to the table's type (CAST(... AS ${current.dataType.sql})). " +
             "Nothing was changed.")
+      case c: TableChange.RenameColumn =>
+        ColumnMappingChanges.requireMapping(mode, "RENAME COLUMN", table)
+        ColumnMappingChanges.requireUnconstrained(conf, c.fieldNames.toSeq, "rename", table)
+        schema = ColumnMappingChanges.rename(schema, c.fieldNames.toSeq, c.newName, table)
+        if (c.fieldNames.length == 1) partitionColumns = partitionColumns.map(p =>
+          if (p.equalsIgnoreCase(c.fieldNames.head)) c.newName else p)
+      case c: TableChange.DeleteColumn =>
+        ColumnMappingChanges.requireMapping(mode, "DROP COLUMN", table)
+        ColumnMappingChanges.requireUnconstrained(conf, c.fieldNames.toSeq, "drop", table)
+        if (c.fieldNames.length == 1 && partitionColumns.exists(_.equalsIgnoreCase(c.fieldNames.head)))
+          throw InvalidTableOperationException("STRATA_UNSUPPORTED_ALTER", s"Cannot drop partition column " +
+            s"${c.fieldNames.head} of $table: dropping a partition column is not allowed (as in delta-spark); " +
+            "nothing was changed.")
+        ColumnMappingChanges.drop(schema, c.fieldNames.toSeq, c.ifExists, table).foreach(s => schema = s)
+        if (schema.fields.forall(f => partitionColumns.contains(f.name))) throw InvalidTableOperationException(
+          "STRATA_UNSUPPORTED_ALTER", s"Cannot drop the last data column of $table; nothing was changed.")
       case c: TableChange.UpdateColumnComment =>
         val name = topLevel(c.fieldNames, "ALTER COLUMN COMMENT")
         schema = StructType(schema.fields.map(f => if (f.name.equalsIgnoreCase(name)) f.withComment(c.newComment) else f))
@@ -74,7 +92,13 @@ object TableAlteration {
     conf = conf.filterNot { case (k, _) => stored.keys.exists(_.equalsIgnoreCase(k)) } ++ stored
     val added = CheckConstraints.of(conf).filterNot(CheckConstraints.of(meta.configuration).contains)
     if (added.nonEmpty) validate(snapshot, schema, added)
-    meta = meta.copy(configuration = conf, schemaString = schema.json)
+    // Column mapping: a mode change first (none -> name keeps the current names as physical names), then the
+    // schema, whose new fields (ADD COLUMN) get ids and physical names.
+    val changed = meta.copy(configuration = conf, partitionColumns = partitionColumns)
+    val newMode = io.strata.log.ColumnMapping.mode(changed)
+    meta = if (newMode != mode) ColumnMappingChanges.changeMode(changed.copy(schemaString = schema.json), mode, newMode,
+      table)
+      else io.strata.table.PhysicalSchema.withSchema(changed, schema)
     // Rows checked against a new constraint must stay as read; concurrent adds conflict with any metadata change.
     txn.commit(TableOperation.ChangeMetadata(meta, if (added.nonEmpty) snapshot.files else Nil), Nil,
       Operation("ALTER TABLE", Map("changes" -> changes.map(_.getClass.getSimpleName).mkString(","))))

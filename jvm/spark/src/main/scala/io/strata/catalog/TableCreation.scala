@@ -75,10 +75,12 @@ object TableCreation {
     if (createOnly) txn.requireNoTable()
     val base = txn.readSnapshot.map(_.metadata).getOrElse(Metadata(id = UUID.randomUUID().toString, schemaString = "",
       createdTime = Some(System.currentTimeMillis())))
-    val meta = base.copy(description = d.description, schemaString = d.schema.json,
+    // With delta.columnMapping.mode, every column gets an id and a fresh physical name (PhysicalSchema.withSchema).
+    val meta = io.strata.table.PhysicalSchema.withSchema(base.copy(description = d.description,
       partitionColumns = d.partitionColumns,
       configuration = TableProperties.applyTo(txn,
-        io.strata.config.TableDefaults.forNewTable(d.properties, txn.readSnapshot.isEmpty), log.tablePath.toString))
+        io.strata.config.TableDefaults.forNewTable(d.properties, txn.readSnapshot.isEmpty), log.tablePath.toString)),
+      io.strata.table.PhysicalSchema.strip(d.schema))
     txn.commit(TableOperation.ReplaceTable(meta, txn.readSnapshot.map(_.files).getOrElse(Nil), Nil, createOnly), Nil,
       Operation(operation, Map("partitionBy" -> ActionCodec.mapper.writeValueAsString(d.partitionColumns.toArray))))
   }

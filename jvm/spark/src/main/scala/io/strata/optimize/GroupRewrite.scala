@@ -2,7 +2,7 @@ package io.strata.optimize
 
 import io.strata.log.{AddFile, Snapshot}
 import io.strata.read.SnapshotReader
-import io.strata.table.{PartitionPaths, TableSchema}
+import io.strata.table.{PartitionPaths, PhysicalSchema, TableSchema}
 import io.strata.write.JobFiles
 import io.strata.write.v1.{DirectCommitProtocol, SparkFileWriter}
 import org.apache.hadoop.conf.Configuration
@@ -38,10 +38,12 @@ object GroupRewrite {
     }
     val root = snapshot.tablePath.toString
     val directory = if (table.partitionColumns.isEmpty) None else
-      Some(PartitionPaths.directory(table.partitionColumns.map(c => c -> group.partitionValues.getOrElse(c, None))))
+      Some(PartitionPaths.directory(PhysicalSchema.physicalColumns(table.schema, table.partitionColumns)
+        .map(c => c -> group.partitionValues.getOrElse(c, None))))
     val jobFiles = new JobFiles(root)
     val committer = new DirectCommitProtocol(jobFiles, new StructType(), numIndexedCols, directory)
-    jobFiles.tagged(SparkFileWriter.write(laidOut, root, Nil, committer, Map("compression" -> "snappy")))
+    jobFiles.tagged(SparkFileWriter.write(laidOut, root, Nil, committer, Map("compression" -> "snappy"),
+      table.schema))
     val added = committer.addedFiles.map(_.copy(partitionValues = group.partitionValues, dataChange = false))
     new RewrittenGroup(group, added, root, jobFiles, committer.hadRerunTasks)
   }

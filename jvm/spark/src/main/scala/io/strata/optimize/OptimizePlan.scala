@@ -1,7 +1,7 @@
 package io.strata.optimize
 
 import io.strata.log.{AddFile, Snapshot}
-import io.strata.table.{PartitionPaths, PartitionValues, TableSchema}
+import io.strata.table.{PartitionPaths, PartitionValues, PhysicalSchema, TableSchema}
 
 /**
  * Files of one partition that one Spark job rewrites together, and one commit unit: it commits, or loses to a
@@ -40,7 +40,7 @@ object OptimizePlanner {
   def plan(snapshot: Snapshot, selected: Map[String, Option[String]] => Boolean, targetFileSize: Long,
            minInputFiles: Int, zOrder: Boolean, maxCommits: Int, smallFileSize: Long): OptimizePlan = {
     val partitionSchema = TableSchema.of(snapshot.metadata).partitionSchema
-    val partitionColumns = partitionSchema.fieldNames.toSeq
+    val partitionColumns = partitionSchema.fields.toSeq.map(PhysicalSchema.physicalName) // the log's keys
     val files = snapshot.files.filter(f => selected(f.partitionValues))
     // One partition per typed value (files of one partition may spell it differently), in directory order. Values
     // equal in every session zone only: a rewrite must not change a zone-less timestamp some session reads apart.

@@ -72,7 +72,8 @@ object Optimizer {
   private final class Run(spark: SparkSession, log: TableLog, snapshot: Snapshot, plan: OptimizePlan,
                           settings: OptimizeSettings, conf: WriteConf, auto: Boolean) {
     private val hadoopConf = log.conf
-    private val partitionColumns = snapshot.metadata.partitionColumns
+    private val partitionColumns = io.strata.table.PhysicalSchema.physicalColumns(
+      io.strata.table.TableSchema.of(snapshot.metadata).schema, snapshot.metadata.partitionColumns) // the log's keys
     private val committed = mutable.ArrayBuffer.empty[RewrittenGroup]
     private val conflicts = mutable.ArrayBuffer.empty[(OptimizeGroup, ConcurrentModificationException)]
     private val versions = mutable.ArrayBuffer.empty[Long]

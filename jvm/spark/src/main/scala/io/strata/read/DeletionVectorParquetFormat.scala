@@ -4,7 +4,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.execution.datasources.PartitionedFile
-import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
+import io.strata.table.PhysicalSchema
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
@@ -14,7 +14,8 @@ import org.apache.spark.sql.vectorized.ColumnVector
  * The V1 read of a table whose files have deletion vectors: Spark's Parquet format, asked for the row index of each
  * file that has a vector, whose deleted rows [[DeletedRowsFilter]] drops. Files without a vector read as usual.
  */
-final class DeletionVectorParquetFormat(val tablePath: String) extends ParquetFileFormat {
+final class DeletionVectorParquetFormat(val tablePath: String, mapping: Option[PhysicalSchema] = None)
+    extends ColumnMappedParquetFormat(mapping) {
   /** Batches may hold [[SelectedColumnVector]]s, so generated code must not assume Spark's own vector classes. */
   override def vectorTypes(requiredSchema: StructType, partitionSchema: StructType,
                            sqlConf: SQLConf): Option[Seq[String]] =
@@ -40,7 +41,7 @@ final class DeletionVectorParquetFormat(val tablePath: String) extends ParquetFi
   }
 
   override def equals(other: Any): Boolean = other match {
-    case f: DeletionVectorParquetFormat => f.tablePath == tablePath
+    case f: DeletionVectorParquetFormat => f.tablePath == tablePath && f.mapping == mapping
     case _ => false
   }
   override def hashCode(): Int = tablePath.hashCode

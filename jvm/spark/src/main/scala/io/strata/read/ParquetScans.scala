@@ -1,5 +1,6 @@
 package io.strata.read
 
+import io.strata.table.PhysicalSchema
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.Scan
 import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex
@@ -31,11 +32,12 @@ object ParquetScans {
   def build(builder: ParquetScanBuilder, index: PartitioningAwareFileIndex, required: StructType): Scan = {
     val rowIndex = RowIndexColumn.requested(required)
     deletionVectorTable(index).orElse(if (rowIndex) Some(index.rootPaths.head.toString) else None) match {
-      case None => builder.pruneColumns(required); narrowed(builder.build())
+      case None => builder.pruneColumns(required); mapped(narrowed(builder.build()), index)
       case Some(table) =>
         builder.pruneColumns(StructType(required.fields.filterNot(f => RowIndexColumn.requested(StructType(Seq(f)))))
           .add(DeletionVectorReads.RowIndexField))
-        new DeletionVectorScan(narrowed(builder.build()), table, if (rowIndex) Some(RowIndexColumn.Name) else None)
+        new DeletionVectorScan(mapped(narrowed(builder.build()), index), table,
+          if (rowIndex) Some(RowIndexColumn.Name) else None)
     }
   }
 
@@ -51,9 +53,16 @@ object ParquetScans {
     case _ => scan
   }
 
+  /** Spark's scan reading the physical columns of a table with column mapping ([[ColumnMappedScan]]). */
+  private def mapped(scan: Scan, index: PartitioningAwareFileIndex): Scan = (scan, index) match {
+    case (p: ParquetScan, l: LogFileIndex) => PhysicalSchema.of(l.tableSchema).fold(scan)(new ColumnMappedScan(p, _))
+    case _ => scan
+  }
+
   /** The log file index a scan built by [[build]] lists its files from. */
   def scannedIndex(scan: Scan): Option[LogFileIndex] = scan match {
     case d: DeletionVectorScan => scannedIndex(d.inner)
+    case c: ColumnMappedScan => scannedIndex(c.inner)
     case p: ParquetScan => p.fileIndex match {
       case l: LogFileIndex => Some(l)
       case _ => None

@@ -3,11 +3,10 @@ package io.strata.read
 import io.strata.config.ReadOptions
 import io.strata.log.{AddFile, InvalidTableOperationException, Metadata, ProtocolSupport, Snapshot, TableLog,
   VacuumedFiles}
-import io.strata.table.{CatalystValues, TableSchema}
+import io.strata.table.{CatalystValues, PhysicalSchema, TableSchema}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.execution.datasources.{FileIndex, HadoopFsRelation}
-import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
+import org.apache.spark.sql.execution.datasources.{FileFormat, HadoopFsRelation}
 import org.apache.spark.sql.sources.BaseRelation
 import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.types.StructType
@@ -42,9 +41,8 @@ object SnapshotReader {
     val table = TableSchema.of(snapshot.metadata)
     val index = new DeferredFileIndex(snapshot.tablePath, snapshot.version, table.partitionSchema,
       () => fileIndex(spark, snapshot))
-    HadoopFsRelation(index, table.partitionSchema, table.schema, None,
-      if (snapshot.hasDeletionVectors) new DeletionVectorParquetFormat(snapshot.tablePath.toString)
-      else new ParquetFileFormat, Map.empty)(spark)
+    HadoopFsRelation(index, PhysicalSchema.strip(table.partitionSchema), PhysicalSchema.strip(table.schema), None,
+      format(snapshot.tablePath, snapshot.hasDeletionVectors, table.schema), Map.empty)(spark)
   }
 
   /**
@@ -102,13 +100,20 @@ object SnapshotReader {
       deletionVectors, totalBytes)
   }
 
-  /** A relation that reads the given files with Spark's vectorized Parquet reader (partition pruning included). */
-  private def parquetRelation(spark: SparkSession, index: FileIndex, partitionSchema: StructType,
+  /**
+   * A relation that reads the given files with Spark's vectorized Parquet reader (partition pruning included). Its
+   * schema is the user's: without column mapping metadata (the format keeps the mapping).
+   */
+  private def parquetRelation(spark: SparkSession, index: LogFileIndex, partitionSchema: StructType,
                               dataSchema: StructType, options: Map[String, String]): BaseRelation =
-    HadoopFsRelation(index, partitionSchema, dataSchema, None, index match {
-      case l: LogFileIndex if l.hasDeletionVectors => new DeletionVectorParquetFormat(l.readTablePath.toString)
-      case _ => new ParquetFileFormat
-    }, options)(spark)
+    HadoopFsRelation(index, PhysicalSchema.strip(partitionSchema), PhysicalSchema.strip(dataSchema), None,
+      format(index.readTablePath, index.hasDeletionVectors, index.tableSchema), options)(spark)
+
+  /** The Parquet format reading a table's files: deletion vectors dropped, mapped columns read physically. */
+  private def format(tablePath: org.apache.hadoop.fs.Path, deletionVectors: Boolean, tableSchema: StructType)
+      : FileFormat =
+    if (deletionVectors) new DeletionVectorParquetFormat(tablePath.toString, PhysicalSchema.of(tableSchema))
+    else new ColumnMappedParquetFormat(PhysicalSchema.of(tableSchema))
 
   private[read] def parseTimestampMillis(spark: SparkSession, ts: String, option: String = "timestampAsOf"): Long = {
     val micros = CatalystValues.tryCast(ts, org.apache.spark.sql.types.TimestampType,

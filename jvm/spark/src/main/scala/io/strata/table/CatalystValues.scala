@@ -15,7 +15,7 @@ object CatalystValues {
   def partitionRow(partitionSchema: StructType, values: Map[String, Option[String]], zone: java.time.ZoneId)
       : InternalRow =
     InternalRow.fromSeq(partitionSchema.fields.toSeq.map { f =>
-      values.getOrElse(f.name, None).map { v =>
+      values.getOrElse(PhysicalSchema.physicalName(f), None).map { v =>
         if (f.dataType == TimestampType) PartitionValues.parseTimestamp(v, zone): Any
         else cast(v, f.dataType, zone.getId)
       }.orNull

@@ -14,9 +14,13 @@ import org.apache.spark.sql.types._
 final class ExactStats(columns: IndexedSeq[StructField]) {
   import ExactStats._
 
-  /** The statistics columns to read, one per column (in order): types without exact bounds read null counts only. */
+  /**
+   * The statistics columns to read, one per column (in order), keyed by physical name (column mapping): types without
+   * exact bounds read null counts only.
+   */
   val statsColumns: IndexedSeq[StatsColumn] = columns.map { f =>
-    StatsColumn(Seq(f.name), StatsTypes.kind(f.dataType).filter(_ => exactBounds(f.dataType)).getOrElse(StatsColumn.NullsOnly))
+    StatsColumn(Seq(PhysicalSchema.physicalName(f)),
+      StatsTypes.kind(f.dataType).filter(_ => exactBounds(f.dataType)).getOrElse(StatsColumn.NullsOnly))
   }
 
   /** The facts of file `i` of `values` (read for [[statsColumns]]), or None when it has no numRecords. */

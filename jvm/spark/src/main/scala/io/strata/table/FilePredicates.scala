@@ -41,7 +41,7 @@ final class ConditionPredicate private[table] (
     val partitionsMatch = partitionEval match {
       case None => true
       // A file entry without its partition values (an old remove action) may be anywhere.
-      case Some(_) if !partitionSchema.fieldNames.forall(partitionValues.contains) => true
+      case Some(_) if !partitionSchema.fields.forall(f => partitionValues.contains(PhysicalSchema.physicalName(f))) => true
       case Some(p) =>
         scala.util.Try(p.eval(CatalystValues.partitionRow(partitionSchema, partitionValues, zone))).getOrElse(true)
     }
@@ -50,7 +50,7 @@ final class ConditionPredicate private[table] (
 
   /** True only when every row of a file with this entry matches (by partition values and statistics). */
   def mustMatchAll(partitionValues: Map[String, Option[String]], statsJson: Option[String]): Boolean =
-    complete && partitionSchema.fieldNames.forall(partitionValues.contains) && (partitionEval match {
+    complete && partitionSchema.fields.forall(f => partitionValues.contains(PhysicalSchema.physicalName(f))) && (partitionEval match {
       case None => true
       case Some(p) =>
         scala.util.Try(p.eval(CatalystValues.partitionRow(partitionSchema, partitionValues, zone)) == true)
@@ -118,5 +118,5 @@ final class PartitionSetPredicate(partitionSchema: StructType, written: Seq[Map[
   def contains(values: Map[String, Option[String]]): Boolean = keys.contains(values)
 
   override def mayMatch(partitionValues: Map[String, Option[String]], stats: Option[String]): Boolean =
-    !partitionSchema.fieldNames.forall(partitionValues.contains) || contains(partitionValues)
+    !partitionSchema.fields.forall(f => partitionValues.contains(PhysicalSchema.physicalName(f))) || contains(partitionValues)
 }

@@ -167,7 +167,8 @@ object PartitionValues {
    */
   def typedKey(values: Map[String, Option[String]], partitionSchema: StructType, zone: Option[ZoneId]): Seq[Option[Any]] =
     partitionSchema.fields.toSeq.map { f =>
-      val raw = values.get(f.name).orElse(values.collectFirst { case (k, v) if k.equalsIgnoreCase(f.name) => v })
+      val key = PhysicalSchema.physicalName(f)
+      val raw = values.get(key).orElse(values.collectFirst { case (k, v) if k.equalsIgnoreCase(key) => v })
       raw.flatten.filter(_.nonEmpty).map { v =>
         try parse(v, f.dataType, zone) catch { case _: IllegalArgumentException => Unparsed(v) }
       }

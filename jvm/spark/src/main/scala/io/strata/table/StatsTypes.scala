@@ -27,7 +27,8 @@ object StatsTypes {
   }
 
   /** The statistics column of top-level field `f`, when its type has statistics. */
-  def column(f: StructField): Option[StatsColumn] = kind(f.dataType).map(StatsColumn(Seq(f.name), _))
+  def column(f: StructField): Option[StatsColumn] =
+    kind(f.dataType).map(StatsColumn(Seq(PhysicalSchema.physicalName(f)), _)) // statistics are keyed by physical name
 
   /** A parsed statistics value (null = absent) as Catalyst's internal value of `dt`. */
   def catalyst(v: AnyRef, dt: DataType): Any = if (v == null) null else (dt, v) match {

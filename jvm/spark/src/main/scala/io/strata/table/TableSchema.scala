@@ -1,6 +1,6 @@
 package io.strata.table
 
-import io.strata.log.{CorruptLogException, InvalidTableOperationException, Metadata}
+import io.strata.log.{ColumnMapping, CorruptLogException, InvalidTableOperationException, Metadata}
 import org.apache.spark.sql.types._
 
 import java.util.Locale
@@ -11,10 +11,22 @@ final case class TableSchema(schema: StructType, partitionColumns: Seq[String]) 
 }
 
 object TableSchema {
+  /**
+   * The table's schema with its column mapping ([[PhysicalSchema]]): mode `name` keeps each field's physical name and
+   * id in its metadata, mode `id` also gives each field its id as Parquet field id, and without column mapping any
+   * mapping keys left in the metadata are dropped (the protocol says to ignore them then).
+   */
   def of(m: Metadata): TableSchema = {
-    val schema = try DataType.fromJson(m.schemaString).asInstanceOf[StructType] catch {
+    val mode = ColumnMapping.mode(m)
+    val parsed = try DataType.fromJson(m.schemaString).asInstanceOf[StructType] catch {
       case e: Exception => throw CorruptLogException("STRATA_CORRUPT_LOG",
         s"The table schema in metaData ${m.id} is unreadable: $e", e)
+    }
+    ColumnMapping.checkComplete(m)
+    val schema = mode match {
+      case "none" => if (m.schemaString.contains(ColumnMapping.PhysicalNameKey)) PhysicalSchema.strip(parsed) else parsed
+      case "id" => PhysicalSchema.withFieldIds(parsed)
+      case _ => parsed
     }
     m.partitionColumns.foreach { c =>
       if (!schema.fieldNames.contains(c)) throw CorruptLogException("STRATA_CORRUPT_LOG",

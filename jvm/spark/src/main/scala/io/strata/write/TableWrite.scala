@@ -4,7 +4,7 @@ import java.util.UUID
 
 import io.strata.config.WriteConf
 import io.strata.log._
-import io.strata.table.{PartitionSetPredicate, TableSchema}
+import io.strata.table.{PartitionSetPredicate, PhysicalSchema, TableSchema}
 import io.strata.table.TableSchema.ColumnFeed
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.strata.SparkInternals
@@ -186,13 +186,15 @@ object TableWrite {
     txn.readSnapshot.foreach(s => ProtocolSupport.checkWritable(s.protocol, s.metadata, log.tablePath.toString))
     val base = txn.readSnapshot.map(_.metadata).getOrElse(Metadata(id = UUID.randomUUID().toString, schemaString = "",
       createdTime = Some(System.currentTimeMillis())))
-    txn.updateMetadata(base.copy(schemaString = definition.schema.json, partitionColumns = definition.partitionColumns,
+    // A replaced table's columns are new ones: with column mapping, fresh ids and physical names.
+    val defined = PhysicalSchema.withSchema(base.copy(partitionColumns = definition.partitionColumns,
       configuration = TableProperties.applyTo(txn,
         io.strata.config.TableDefaults.forNewTable(definition.properties, txn.readSnapshot.isEmpty), log.tablePath.toString),
-      description = definition.description))
+      description = definition.description), PhysicalSchema.strip(definition.schema))
+    txn.updateMetadata(defined)
     val matched = TableSchema.matchColumns(definition.schema, dataSchema, log.tablePath.toString)
     val mode = if (txn.readSnapshot.isDefined) WriteMode.Overwrite else WriteMode.Append
-    new TableWrite(log, txn, TableSchema(definition.schema, definition.partitionColumns), matched.feeds, mode,
+    new TableWrite(log, txn, TableSchema.of(defined), matched.feeds, mode,
       conf, postCommit, operationName, Some(createOnly))
   }
 
@@ -220,9 +222,11 @@ object TableWrite {
           }
         }
         val matched = TableSchema.matchColumns(table.schema, dataSchema, name, merge = conf.mergeSchema)
-        matched.newSchema.foreach { s => txn.updateMetadata(snapshot.metadata.copy(schemaString = s.json)) }
-        new TableWrite(log, txn, TableSchema(matched.newSchema.getOrElse(table.schema), table.partitionColumns),
-          matched.feeds, mode, conf, postCommit)
+        // New columns of a table with column mapping get ids and physical names (PhysicalSchema.withSchema).
+        val evolved = matched.newSchema.map(s => PhysicalSchema.withSchema(snapshot.metadata, s))
+        evolved.foreach(txn.updateMetadata)
+        new TableWrite(log, txn, TableSchema(evolved.fold(table.schema)(TableSchema.of(_).schema),
+          table.partitionColumns), matched.feeds, mode, conf, postCommit)
       case existing =>
         // A new table, or a whole-table replacement with overwriteSchema: the data defines schema and partitioning.
         existing.foreach(s => ProtocolSupport.checkWritable(s.protocol, s.metadata, name))
@@ -234,9 +238,10 @@ object TableWrite {
           createdTime = Some(System.currentTimeMillis())))
         val configuration = if (existing.isDefined) base.configuration else
           TableProperties.applyTo(txn, io.strata.config.TableDefaults.forNewTable(Map.empty, isNew = true), name)
-        txn.updateMetadata(base.copy(schemaString = schema.json, partitionColumns = partCols,
-          configuration = configuration))
-        new TableWrite(log, txn, TableSchema(schema, partCols),
+        val defined = PhysicalSchema.withSchema(base.copy(partitionColumns = partCols, configuration = configuration),
+          PhysicalSchema.strip(schema))
+        txn.updateMetadata(defined)
+        new TableWrite(log, txn, TableSchema.of(defined),
           schema.fields.toSeq.map(f => ColumnFeed(f, f.name, cast = false)), mode, conf, postCommit,
           definition = Some(false))
     }

@@ -1,11 +1,13 @@
 package io.strata.write.v1
 
+import io.strata.table.PhysicalSchema
 import io.strata.write.StrataParquetFormat
 import org.apache.spark.internal.io.FileCommitProtocol
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.util.DateTimeUtils
 import org.apache.spark.sql.execution.datasources.FileFormatWriter
 import org.apache.spark.sql.strata.SparkInternals
+import org.apache.spark.sql.types.StructType
 
 /** Spark's file writer (FileFormatWriter) with Strata's Parquet format and a Strata commit protocol. */
 object SparkFileWriter {
@@ -21,10 +23,11 @@ object SparkFileWriter {
       outputPath: String,
       partitionColumns: Seq[String],
       committer: FileCommitProtocol,
-      options: Map[String, String]): Unit = {
+      options: Map[String, String],
+      tableSchema: StructType): Unit = {
     val spark = data.sparkSession
-    val plan = data.queryExecution.executedPlan
-    val partAttrs = partitionColumns.map(c => plan.output.find(_.name == c).getOrElse(
+    val plan = physical(data, tableSchema).queryExecution.executedPlan
+    val partAttrs = PhysicalSchema.physicalColumns(tableSchema, partitionColumns).map(c => plan.output.find(_.name == c).getOrElse(
       throw new IllegalArgumentException(s"Partition column $c is not among ${plan.output.map(_.name).mkString(", ")}")))
     FileFormatWriter.write(
       sparkSession = SparkInternals.classic(spark),
@@ -38,4 +41,16 @@ object SparkFileWriter {
       statsTrackers = Nil,
       options = options + (DateTimeUtils.TIMEZONE_OPTION -> "UTC"))
   }
+
+  /**
+   * `data` (columns of `tableSchema`, by name) as the files of a table with column mapping hold it: physical names,
+   * field ids (top-level in the attribute's metadata, nested in the struct types a positional cast renames to).
+   */
+  private def physical(data: DataFrame, tableSchema: StructType): DataFrame =
+    if (PhysicalSchema.of(tableSchema).isEmpty) data else {
+      val target = PhysicalSchema(PhysicalSchema.withFieldIds(tableSchema), byId = true).physical(data.schema)
+      data.select(data.columns.toSeq.zip(target.fields).map { case (c, f) =>
+        data.col("`" + c.replace("`", "``") + "`").cast(f.dataType).as(f.name, f.metadata)
+      }: _*)
+    }
 }

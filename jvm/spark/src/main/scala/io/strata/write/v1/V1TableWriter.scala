@@ -4,7 +4,7 @@ import io.strata.config.WriteConf
 import io.strata.log.{AddFile, CheckConstraints, CommitResult, ErrorConditions, FilePredicate, PostCommitHook,
   StrataException, TableLog}
 import io.strata.read.SnapshotReader
-import io.strata.table.SqlPredicates
+import io.strata.table.{PhysicalSchema, SqlPredicates}
 import io.strata.write.{InputReads, JobFiles, ReplaceWhereFiles, StreamingBatch, TableWrite, WriteMode}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
@@ -36,11 +36,14 @@ object V1TableWriter {
     }
     val root = log.tablePath.toString
     val jobFiles = batch.fold(new JobFiles(root))(_.jobFiles(root))
-    val committer = new DirectCommitProtocol(jobFiles, write.schema.partitionSchema, write.numIndexedColumns)
+    // Column mapping: directories, partition values and statistics by physical name.
+    val committer = new DirectCommitProtocol(jobFiles,
+      PhysicalSchema.renamed(write.schema.schema, write.schema.partitionSchema), write.numIndexedColumns)
     val writerOptions = Map("compression" -> write.conf.compression) ++
       write.conf.maxRecordsPerFile.map(n => "maxRecordsPerFile" -> n.toString)
     val distributed = if (write.conf.optimizeWrite) OptimizedWrite(toWrite, write.schema.partitionColumns) else toWrite
-    jobFiles.tagged(SparkFileWriter.write(distributed, root, write.schema.partitionColumns, committer, writerOptions))
+    jobFiles.tagged(SparkFileWriter.write(distributed, root, write.schema.partitionColumns, committer, writerOptions,
+      write.schema.schema))
     val files = committer.addedFiles
     val result = try write.commit(files) catch {
       // Any StrataException is raised before the commit file is created: the files will never be referenced.

@@ -1,5 +1,7 @@
 package io.strata.write.v2
 
+import io.strata.table.PhysicalSchema
+
 import io.strata.log.{AddFile, CheckConstraints, StrataException, TableLog}
 import io.strata.write.{InputReads, JobFiles, ParquetFiles, PartitionSplitter, RowChecks, TableWrite, WriteMode}
 import io.strata.write.v1.DirectCommitProtocol
@@ -107,7 +109,9 @@ object StrataBatchWrite {
     val spark = SparkSession.active
     val schema = tableWrite.schema
     val conf = tableWrite.conf
-    val splitter = new PartitionSplitter(schema.schema, schema.partitionColumns)
+    // Column mapping: files, partition values and statistics by physical name (rows are positional).
+    val splitter = new PartitionSplitter(PhysicalSchema.forWrite(schema.schema),
+      PhysicalSchema.physicalColumns(schema.schema, schema.partitionColumns))
     val files = ParquetFiles.prepare(spark, Map("compression" -> conf.compression), splitter.dataSchema)
     // An overwrite by condition replaces what the condition matches: a written row outside it is refused, as on V1.
     val replaceWhere = tableWrite.mode match { case WriteMode.ReplaceWhere(p) => Some(p); case _ => None }
