@@ -3,13 +3,14 @@ package io.strata.read
 import java.util.Locale
 
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, ExprId}
+import org.apache.spark.sql.execution.datasources.FileIndex
 import org.apache.spark.sql.types.StructType
 
 /**
- * How a [[LogFileIndex]] was pruned: the index it holds part of, and the filters that chose that part, normalized by
+ * How a [[LogFileIndex]] was pruned: the index it holds part of (a [[LogFileIndex]] or a [[DistributedFileIndex]]), and the filters that chose that part, normalized by
  * [[IndexPruning.normalized]] (so that the two sides of a self-join pruned by equal filters have equal indexes).
  */
-final case class IndexPruning(base: LogFileIndex, filters: Set[Expression]) {
+final case class IndexPruning(base: FileIndex, filters: Set[Expression]) {
   /** A scan under `current` filters (normalized) keeps only rows that every filter of the pruning keeps. */
   def coveredBy(current: Set[Expression]): Boolean = filters.subsetOf(current)
 }

@@ -1,8 +1,9 @@
 package io.strata.read
 
-import io.strata.config.ReadOptions
+import io.strata.config.{ReadConf, ReadOptions}
 import io.strata.log.{AddFile, InvalidTableOperationException, Metadata, ProtocolSupport, Snapshot, TableLog,
-  VacuumedFiles}
+  TableNotFoundException, VacuumedFiles}
+import io.strata.state.DistributedFileState
 import io.strata.table.{CatalystValues, TableSchema}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
@@ -24,6 +25,35 @@ object SnapshotReader {
     ProtocolSupport.checkReadable(snapshot.protocol, log.tablePath.toString)
     snapshot
   }
+
+  /**
+   * The relation of a path read (`format("strata").load(path)`): over the snapshot the options ask for, built on the
+   * driver; or, for the latest version of a table whose state reaches the distributed-state threshold
+   * ([[ReadConf.distributedState]], decided from the log's listing and `_last_checkpoint` before anything is
+   * replayed), over a [[DistributedFileIndex]] (no file state on the driver).
+   */
+  def pathRelation(spark: SparkSession, log: TableLog, options: ReadOptions): BaseRelation = {
+    val latest = options.versionAsOf.isEmpty && options.timestampAsOf.isEmpty
+    val distributed = latest && log.stateSize().exists(ReadConf.distributedState(spark, _))
+    if (!distributed) relation(spark, snapshotFor(spark, log, options), timeTravel = !latest)
+    else {
+      val head = log.headOption().getOrElse(throw TableNotFoundException(log.tablePath.toString))
+      ProtocolSupport.checkReadable(head.protocol, log.tablePath.toString)
+      val table = TableSchema.of(head.metadata)
+      val state = new DistributedFileState(spark, head, log.conf, SparkInternals.sessionZone(spark))
+      parquetRelation(spark, new DistributedFileIndex(spark, state, table.schema, table.partitionSchema),
+        table.partitionSchema, table.schema, Map.empty)
+    }
+  }
+
+  /**
+   * The latest metadata of the table, as [[pathRelation]] will read it: without the file state when the read goes
+   * distributed, else from the snapshot (which the read that follows then finds cached).
+   */
+  def latestMetadata(spark: SparkSession, log: TableLog): Metadata =
+    if (log.stateSize().exists(ReadConf.distributedState(spark, _)))
+      log.headOption().getOrElse(throw TableNotFoundException(log.tablePath.toString)).metadata
+    else log.snapshot().metadata
 
   /** A relation over the snapshot's files (or the given subset of them). */
   def relation(spark: SparkSession, snapshot: Snapshot, only: Option[Seq[AddFile]] = None,
@@ -75,7 +105,7 @@ object SnapshotReader {
    */
   def filesIndex(spark: SparkSession, tablePath: org.apache.hadoop.fs.Path, metadata: Metadata, version: Long,
                  files: Seq[AddFile], deletionVectors: Boolean, timeTravel: Boolean = false,
-                 withFileColumn: Boolean = false): LogFileIndex = {
+                 withFileColumn: Boolean = false, pruning: Option[IndexPruning] = None): LogFileIndex = {
     val table = TableSchema.of(metadata)
     val partSchema = table.partitionSchema
     val zone = SparkInternals.sessionZone(spark)
@@ -87,7 +117,7 @@ object SnapshotReader {
     // One partition per distinct row of values (with the file column: one per file).
     val partitions = all.groupBy(_.partitionValues).toSeq.map { case (values, fs) => new IndexedPartition(values, fs) }
     index(spark, tablePath, table, version, partitions, deletionVectors, timeTravel, withFileColumn,
-      files.iterator.map(_.size).sum)
+      files.iterator.map(_.size).sum, pruning)
   }
 
   private def indexed(tablePath: org.apache.hadoop.fs.Path, f: AddFile, values: InternalRow): IndexedFile =
@@ -96,10 +126,11 @@ object SnapshotReader {
 
   private def index(spark: SparkSession, tablePath: org.apache.hadoop.fs.Path, table: TableSchema, version: Long,
                     partitions: Seq[IndexedPartition], deletionVectors: Boolean, timeTravel: Boolean,
-                    withFileColumn: Boolean, totalBytes: Long): LogFileIndex = {
+                    withFileColumn: Boolean, totalBytes: Long,
+                    pruning: Option[IndexPruning] = None): LogFileIndex = {
     val indexSchema = if (withFileColumn) table.partitionSchema.add(FileColumn.field) else table.partitionSchema
     new LogFileIndex(spark, tablePath, partitions, table.schema, indexSchema, Map.empty, version, timeTravel,
-      deletionVectors, totalBytes)
+      deletionVectors, totalBytes, pruning)
   }
 
   /** A relation that reads the given files with Spark's vectorized Parquet reader (partition pruning included). */
@@ -107,6 +138,7 @@ object SnapshotReader {
                               dataSchema: StructType, options: Map[String, String]): BaseRelation =
     HadoopFsRelation(index, partitionSchema, dataSchema, None, index match {
       case l: LogFileIndex if l.hasDeletionVectors => new DeletionVectorParquetFormat(l.readTablePath.toString)
+      case d: DistributedFileIndex if d.hasDeletionVectors => new DeletionVectorParquetFormat(d.readTablePath.toString)
       case _ => new ParquetFileFormat
     }, options)(spark)
 

@@ -1,0 +1,135 @@
+package io.strata.state
+
+import java.time.ZoneId
+
+import io.strata.log.{ActionCodec, AddFile, Checkpoints, FileNames, RemoveFile, Snapshot, SnapshotHead, TableLog}
+import io.strata.table.{CatalystValues, PartitionPredicate, StatsSkipping, TableSchema}
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.{DataFrame, Row, SparkSession}
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.functions.{col, count, max, struct, sum, when}
+import org.apache.spark.sql.types.{BooleanType, LongType, StringType, StructField, StructType}
+import org.apache.spark.util.SerializableConfiguration
+
+/**
+ * The live files of one version, reconstructed by Spark jobs instead of on the driver (delta-spark's way for big
+ * tables): the checkpoint parts (Parquet, only their `add` and `remove` columns) and the commit files are read by
+ * tasks, each action keyed as the driver's replay keys it ([[Snapshot.replayKey]]: path relative to the table, deletion
+ * vector id) and ordered by (version, position in its file); a shuffle on the key keeps each key's last action
+ * (PROTOCOL.md, "Action Reconciliation": a remove hides the add), leaving the live adds. Pruning runs in the job
+ * too (partition filters on the typed partition values, [[StatsSkipping]] on statistics), so only the selected
+ * files reach the driver; totals are Spark aggregates. Nothing is cached: each question is one job.
+ */
+final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, hadoopConf: Configuration,
+                                 zone: ZoneId) {
+  import DistributedFileState._
+
+  private val table = TableSchema.of(head.metadata)
+  private val dataSchema = StructType(table.schema.fields.filterNot(f =>
+    table.partitionSchema.fieldNames.exists(_.equalsIgnoreCase(f.name))))
+
+  /** Every file action of the segment: key, version, position, whether it is an add, the action as a JSON line. */
+  private def actions: DataFrame = {
+    val sc = spark.sparkContext
+    val conf = sc.broadcast(new SerializableConfiguration(hadoopConf))
+    val root = head.tablePath.toString
+    val cpVersion = head.segment.checkpointVersion.getOrElse(-1L)
+    val parts = head.segment.checkpointFiles.map(_.toString).zipWithIndex
+    val fromCheckpoint = sc.parallelize(parts, math.max(1, parts.size)).mapPartitions(_.flatMap { case (p, part) =>
+      val rootPath = new Path(root)
+      // Positions: the part's number, then the row's (a checkpoint holds one action per key; order is for form).
+      Checkpoints.read(new Path(p), conf.value.value, FileColumns).zipWithIndex.flatMap { case (a, i) =>
+        row(rootPath, a, cpVersion, (part.toLong << 40) + i, ActionCodec.serialize(a))
+      }
+    })
+    val commits = head.segment.commitFiles.flatMap(p => FileNames.classify(p.getName)).collect {
+      case FileNames.DeltaFile(v) => v
+    }.sorted
+    val fromCommits = sc.parallelize(commits, math.max(1, math.min(commits.size, sc.defaultParallelism * 4)))
+      .mapPartitions { vs =>
+        val log = TableLog.forPath(new Path(root), conf.value.value)
+        vs.flatMap { v =>
+          // Our own codec decides what each line means (the checks the driver's replay makes).
+          log.readCommit(v).iterator.zipWithIndex.flatMap { case (a, i) =>
+            row(log.tablePath, a, v, i.toLong, ActionCodec.serialize(a))
+          }
+        }
+      }
+    spark.createDataFrame(fromCheckpoint.union(fromCommits), ActionSchema)
+  }
+
+  /** The live adds, one JSON line each: each key's last action, when it is an add. */
+  private def live: DataFrame =
+    actions.groupBy(col("key")).agg(max(struct(col("version"), col("position"), col("isAdd"), col("action")))
+      .as("last")).where(col("last.isAdd")).select(col("last.action").as("action"))
+
+  /**
+   * The live files that `partitionFilters` (over partition columns) and `dataFilters` (over data columns, skipped by
+   * statistics) may match, collected to the driver: the same files the driver's [[io.strata.read.LogFileIndex]]
+   * selects for the same filters.
+   */
+  def select(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Seq[AddFile] = {
+    val partitions = PartitionPredicate(table.partitionSchema, partitionFilters)
+    val (schema, filters, partSchema, z) = (dataSchema, dataFilters, table.partitionSchema, zone)
+    describing(s"Strata: files of ${head.tablePath} version ${head.version}") {
+      live.rdd.mapPartitions { rows =>
+        val skipping = StatsSkipping(schema, filters)
+        rows.map(r => ActionCodec.parse(r.getString(0)).asInstanceOf[AddFile]).filter { f =>
+          partitions.keeps(CatalystValues.partitionRow(partSchema, f.partitionValues, z)) && skipping.mayMatch(f.stats)
+        }.map(ActionCodec.serialize)
+      }.collect().toSeq.map(l => ActionCodec.parse(l).asInstanceOf[AddFile])
+    }
+  }
+
+  /** The live files' paths as the table names them (absolute), for `inputFiles()`. */
+  def paths: Seq[String] = {
+    val root = head.tablePath.toString
+    describing(s"Strata: file paths of ${head.tablePath} version ${head.version}") {
+      live.rdd.mapPartitions { rows =>
+        val rootPath = new Path(root)
+        rows.map(r => Snapshot.absolutePath(rootPath,
+          ActionCodec.parse(r.getString(0)).asInstanceOf[AddFile].path).toString)
+      }.collect().toSeq
+    }
+  }
+
+  /** Files, bytes, and logical rows (None unless every file states `numRecords`), as one Spark aggregate. */
+  def totals: Totals = describing(s"Strata: totals of ${head.tablePath} version ${head.version}") {
+    import spark.implicits._
+    val files = live.as[String].map { l =>
+      val f = ActionCodec.parse(l).asInstanceOf[AddFile]
+      (f.size, f.logicalRows.getOrElse(-1L))
+    }.toDF("size", "rows")
+    val r: Row = files.agg(count(col("size")), sum(col("size")), sum(when(col("rows") < 0, 1L).otherwise(0L)),
+      sum(when(col("rows") >= 0, col("rows")).otherwise(0L))).head()
+    def long(i: Int) = if (r.isNullAt(i)) 0L else r.getLong(i)
+    Totals(long(0), long(1), if (long(2) == 0) Some(long(3)) else None)
+  }
+
+  private def describing[T](what: String)(body: => T): T = {
+    val sc = spark.sparkContext
+    val before = sc.getLocalProperty("spark.job.description")
+    sc.setJobDescription(what)
+    try body finally sc.setJobDescription(before)
+  }
+}
+
+object DistributedFileState {
+  /** A version's live files, bytes, and rows when every file's statistics count them. */
+  final case class Totals(files: Long, bytes: Long, rows: Option[Long])
+
+  private val FileColumns = Seq("add", "remove")
+
+  private val ActionSchema = StructType(Seq(StructField("key", StringType, nullable = false),
+    StructField("version", LongType, nullable = false), StructField("position", LongType, nullable = false),
+    StructField("isAdd", BooleanType, nullable = false), StructField("action", StringType, nullable = false)))
+
+  /** A file action as a row of [[ActionSchema]]; None for any other action. */
+  private def row(root: Path, a: io.strata.log.Action, version: Long, position: Long, line: => String): Option[Row] =
+    a match {
+      case f: AddFile => Some(Row(Snapshot.replayKey(root, f.path, f.dvId), version, position, true, line))
+      case r: RemoveFile => Some(Row(Snapshot.replayKey(root, r.path, r.dvId), version, position, false, line))
+      case _ => None
+    }
+}
