@@ -30,7 +30,7 @@ final class DistributedFileIndex(spark: SparkSession, val state: DistributedFile
   override def rootPaths: Seq[Path] = Seq(head.tablePath)
 
   /** A driver index of the files the filters select (chosen by the job; partitions grouped on the driver). */
-  private def selected(partitionFilters: Seq[Expression], dataFilters: Seq[Expression],
+  private[read] def selected(partitionFilters: Seq[Expression], dataFilters: Seq[Expression],
                        pruning: Option[IndexPruning]): LogFileIndex =
     SnapshotReader.filesIndex(spark, head.tablePath, head.metadata, head.version,
       state.select(partitionFilters, dataFilters), hasDeletionVectors, pruning = pruning)
