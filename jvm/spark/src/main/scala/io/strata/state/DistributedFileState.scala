@@ -8,16 +8,17 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.{DataFrame, Row, SparkSession}
 import org.apache.spark.sql.catalyst.expressions.Expression
-import org.apache.spark.sql.functions.{col, count, max, struct, sum, when}
+import org.apache.spark.sql.functions.{broadcast, col, count, max, struct, sum, when}
 import org.apache.spark.sql.types.{BooleanType, LongType, StringType, StructField, StructType}
 import org.apache.spark.util.SerializableConfiguration
 
 /**
  * The live files of one version, reconstructed by Spark jobs instead of on the driver (delta-spark's way for big
- * tables): the checkpoint parts (Parquet, only their `add` and `remove` columns) and the commit files are read by
+ * tables): the checkpoint parts (Parquet, only their `add` column) and the commit files are read by
  * tasks, each action keyed as the driver's replay keys it ([[Snapshot.replayKey]]: path relative to the table, deletion
- * vector id) and ordered by (version, position in its file); a shuffle on the key keeps each key's last action
- * (PROTOCOL.md, "Action Reconciliation": a remove hides the add), leaving the live adds. Pruning runs in the job
+ * vector id) and ordered by (version, position in its file); a shuffle on the key keeps each key's last action among
+ * the commits (PROTOCOL.md, "Action Reconciliation": a remove hides the add), and the checkpoint's adds stand unless
+ * a commit after it touched their key, leaving the live adds. Pruning runs in the job
  * too (partition filters on the typed partition values, [[StatsSkipping]] on statistics), so only the selected
  * files reach the driver; totals are Spark aggregates. Nothing is cached: each question is one job.
  */
@@ -29,40 +30,73 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
   private val dataSchema = StructType(table.schema.fields.filterNot(f =>
     table.partitionSchema.fieldNames.exists(_.equalsIgnoreCase(f.name))))
 
-  /** Every file action of the segment: key, version, position, whether it is an add, the action as a JSON line. */
-  private def actions: DataFrame = {
+  /**
+   * The checkpoint's adds (key, JSON line), read by one task per part with only the `add` column decoded: a
+   * checkpoint holds the reconciled state (PROTOCOL.md, "Checkpoints": one action per key), so its removes are
+   * tombstones that hide nothing in it, and nothing that comes after it.
+   */
+  private def checkpointAdds: DataFrame = {
     val sc = spark.sparkContext
     val conf = sc.broadcast(new SerializableConfiguration(hadoopConf))
     val root = head.tablePath.toString
-    val cpVersion = head.segment.checkpointVersion.getOrElse(-1L)
-    val parts = head.segment.checkpointFiles.map(_.toString).zipWithIndex
-    val fromCheckpoint = sc.parallelize(parts, math.max(1, parts.size)).mapPartitions(_.flatMap { case (p, part) =>
+    val parts = head.segment.checkpointFiles.map(_.toString)
+    val rows = sc.parallelize(parts, math.max(1, parts.size)).mapPartitions(_.flatMap { p =>
       val rootPath = new Path(root)
-      // Positions: the part's number, then the row's (a checkpoint holds one action per key; order is for form).
-      Checkpoints.read(new Path(p), conf.value.value, FileColumns).zipWithIndex.flatMap { case (a, i) =>
-        row(rootPath, a, cpVersion, (part.toLong << 40) + i, ActionCodec.serialize(a))
+      Checkpoints.read(new Path(p), conf.value.value, Seq("add")).collect {
+        case f: AddFile => Row(Snapshot.replayKey(rootPath, f.path, f.dvId), ActionCodec.serialize(f))
       }
     })
-    val commits = head.segment.commitFiles.flatMap(p => FileNames.classify(p.getName)).collect {
-      case FileNames.DeltaFile(v) => v
-    }.sorted
-    val fromCommits = sc.parallelize(commits, math.max(1, math.min(commits.size, sc.defaultParallelism * 4)))
+    spark.createDataFrame(rows, KeyedSchema)
+  }
+
+  /**
+   * The file actions of the commits after the checkpoint (key, version, position in its file, add?, JSON line), each
+   * commit file parsed in a task by our own codec (the checks the driver's replay makes).
+   */
+  private def commitActions: DataFrame = {
+    val sc = spark.sparkContext
+    val conf = sc.broadcast(new SerializableConfiguration(hadoopConf))
+    val root = head.tablePath.toString
+    val rows = sc.parallelize(commitVersions, math.max(1, math.min(commitVersions.size, sc.defaultParallelism * 4)))
       .mapPartitions { vs =>
         val log = TableLog.forPath(new Path(root), conf.value.value)
         vs.flatMap { v =>
-          // Our own codec decides what each line means (the checks the driver's replay makes).
           log.readCommit(v).iterator.zipWithIndex.flatMap { case (a, i) =>
             row(log.tablePath, a, v, i.toLong, ActionCodec.serialize(a))
           }
         }
       }
-    spark.createDataFrame(fromCheckpoint.union(fromCommits), ActionSchema)
+    spark.createDataFrame(rows, ActionSchema)
   }
 
-  /** The live adds, one JSON line each: each key's last action, when it is an add. */
-  private def live: DataFrame =
-    actions.groupBy(col("key")).agg(max(struct(col("version"), col("position"), col("isAdd"), col("action")))
-      .as("last")).where(col("last.isAdd")).select(col("last.action").as("action"))
+  private lazy val commitVersions: Seq[Long] = head.segment.commitFiles.flatMap(p => FileNames.classify(p.getName))
+    .collect { case FileNames.DeltaFile(v) => v }.sorted
+
+  /** The commits' bytes are small enough to send their keys to every checkpoint task (no shuffle of the checkpoint). */
+  private def commitsAreSmall: Boolean = {
+    val fs = head.tablePath.getFileSystem(hadoopConf)
+    head.segment.commitFiles.iterator.map(fs.getFileStatus(_).getLen).sum <= BroadcastCommitBytes
+  }
+
+  /**
+   * The live adds, one JSON line each (PROTOCOL.md, "Action Reconciliation"): among the commits, each key's last
+   * action (by version, then position), when it is an add, reconciled by a shuffle on the key; and the checkpoint's
+   * adds whose key no commit after it touches (an anti-join, broadcast when the commits are small).
+   */
+  private def live: DataFrame = {
+    val fromCheckpoint = head.segment.checkpointVersion.map(_ => checkpointAdds)
+    if (commitVersions.isEmpty) fromCheckpoint.get.select(col("action"))
+    else {
+      val last = commitActions.groupBy(col("key"))
+        .agg(max(struct(col("version"), col("position"), col("isAdd"), col("action"))).as("last"))
+      val fromCommits = last.where(col("last.isAdd")).select(col("last.action").as("action"))
+      fromCheckpoint.fold(fromCommits) { cp =>
+        val touched = last.select(col("key"))
+        cp.join(if (commitsAreSmall) broadcast(touched) else touched, Seq("key"), "left_anti")
+          .select(col("action")).union(fromCommits)
+      }
+    }
+  }
 
   /**
    * The live files that `partitionFilters` (over partition columns) and `dataFilters` (over data columns, skipped by
@@ -119,7 +153,11 @@ object DistributedFileState {
   /** A version's live files, bytes, and rows when every file's statistics count them. */
   final case class Totals(files: Long, bytes: Long, rows: Option[Long])
 
-  private val FileColumns = Seq("add", "remove")
+  /** Commits of at most this many bytes have their keys broadcast to the checkpoint's tasks. */
+  private val BroadcastCommitBytes = 64L << 20
+
+  private val KeyedSchema = StructType(Seq(StructField("key", StringType, nullable = false),
+    StructField("action", StringType, nullable = false)))
 
   private val ActionSchema = StructType(Seq(StructField("key", StringType, nullable = false),
     StructField("version", LongType, nullable = false), StructField("position", LongType, nullable = false),
