@@ -14,7 +14,7 @@ from spec import DELTA_VERSION
 
 Json = dict[str, Any]
 LABELS = {"strata": "Strata", "delta": f"delta-spark {DELTA_VERSION}"}
-ANSWERS = {"cold": "rows", "warm": "rows", "input_files": "files", "point": "rows"}
+ANSWERS = {"cold": "rows", "warm": "rows", "input_files": "files", "point": "rows", "count": "rows"}
 
 
 def plural(n: int, unit: str) -> str:
@@ -85,11 +85,17 @@ def section(record: Json, table: Json) -> list[str]:
         return out
     s = table["setup"]
     ckpt = sum(v for k, v in s["log_bytes"].items() if ".checkpoint" in k)
-    add(f"Log: commit 0 {s['json_bytes'] / 2**20:.1f} MiB (JSON), Strata's checkpoint at version "
-        f"{s['checkpoint_version']} {ckpt / 2**20:.1f} MiB (written in {s['checkpoint_s']:.1f} s, peak RSS "
-        f"{s['checkpoint_peak_rss_mb']:.0f} MiB, driver memory {s['prepare_memory']}); "
-        + ("cached from an earlier run." if s.get("cached") else "built by this run.")
-        + f" Point query: id = {table['point_id']:,}.")
+    if s.get("layout") == "checkpoint":
+        add(f"Log: only a checkpoint at version 0, {s['parts']} parts, {ckpt / 2**20:.1f} MiB (written by a Spark "
+            f"job in {s['checkpoint_s']:.1f} s, bench/scale_checkpoint.py), and `_last_checkpoint`; "
+            + ("cached from an earlier run." if s.get("cached") else "built by this run.")
+            + f" Point query: id = {table['point_id']:,}.")
+    else:
+        add(f"Log: commit 0 {s['json_bytes'] / 2**20:.1f} MiB (JSON), Strata's checkpoint at version "
+            f"{s['checkpoint_version']} {ckpt / 2**20:.1f} MiB (written in {s['checkpoint_s']:.1f} s, peak RSS "
+            f"{s['checkpoint_peak_rss_mb']:.0f} MiB, driver memory {s['prepare_memory']}); "
+            + ("cached from an earlier run." if s.get("cached") else "built by this run.")
+            + f" Point query: id = {table['point_id']:,}.")
     add("")
     engines = [e for e in record["engines"] if e in table["engines"]]
     head = ["operation"] + [f"{LABELS[e]} s" for e in engines]
@@ -187,8 +193,12 @@ def markdown(record: Json, json_name: str) -> str:
         "the `numFiles` metric of the scan; inputFiles() of the same DataFrame (untimed) alongside.")
     add("- appends: one row (`df.write.format(...).mode(\"append\").partitionBy(\"p\")`, a real Parquet file) into "
         "partition p = 0, twice; then the same twice on an empty table of the same schema (created untimed).")
-    add("- Not timed: the whole table's `count(*)` (most data files do not exist; delta-spark can answer it from the "
-        "log's numRecords, a reader of the files cannot, so it says nothing about either engine's metadata path).")
+    add("- count(*): `load(path).count()` of the whole table; most data files do not exist, so only an engine that "
+        "answers from the log's numRecords answers (a reader of the files fails).")
+    if st.get("state") == "distributed":
+        add(f"- Strata's file state: distributed (`{json.dumps(st['strata_conf'])}`): each operation's file state is "
+            "reconstructed and pruned by Spark jobs over the checkpoint parts and commits; writes still build the "
+            f"state on the driver. Log layout: {st['layout']} ({st['parts']} checkpoint parts).")
     add("")
     wrong = findings(record)
     if wrong:
