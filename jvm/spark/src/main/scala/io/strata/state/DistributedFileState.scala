@@ -35,15 +35,17 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
    * checkpoint holds the reconciled state (PROTOCOL.md, "Checkpoints": one action per key), so its removes are
    * tombstones that hide nothing in it, and nothing that comes after it.
    */
-  private def checkpointAdds: DataFrame = {
+  private def checkpointAdds(selector: FileSelector): DataFrame = {
     val sc = spark.sparkContext
     val conf = sc.broadcast(new SerializableConfiguration(hadoopConf))
     val root = head.tablePath.toString
     val parts = head.segment.checkpointFiles.map(_.toString)
     val rows = sc.parallelize(parts, math.max(1, parts.size)).mapPartitions(_.flatMap { p =>
       val rootPath = new Path(root)
+      // Pruned where read: only the selected adds become rows (selection is per file, so it commutes with the
+      // anti-join below).
       Checkpoints.read(new Path(p), conf.value.value, Seq("add")).collect {
-        case f: AddFile => Row(Snapshot.replayKey(rootPath, f.path, f.dvId), ActionCodec.serialize(f))
+        case f: AddFile if selector.keeps(f) => Row(Snapshot.replayKey(rootPath, f.path, f.dvId), ActionCodec.serialize(f))
       }
     })
     spark.createDataFrame(rows, KeyedSchema)
@@ -83,13 +85,15 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
    * action (by version, then position), when it is an add, reconciled by a shuffle on the key; and the checkpoint's
    * adds whose key no commit after it touches (an anti-join, broadcast when the commits are small).
    */
-  private def live: DataFrame = {
-    val fromCheckpoint = head.segment.checkpointVersion.map(_ => checkpointAdds)
+  private def live(selector: FileSelector): DataFrame = {
+    val fromCheckpoint = head.segment.checkpointVersion.map(_ => checkpointAdds(selector))
     if (commitVersions.isEmpty) fromCheckpoint.get.select(col("action"))
     else {
+      import spark.implicits._
       val last = commitActions.groupBy(col("key"))
         .agg(max(struct(col("version"), col("position"), col("isAdd"), col("action"))).as("last"))
-      val fromCommits = last.where(col("last.isAdd")).select(col("last.action").as("action"))
+      val fromCommits = last.where(col("last.isAdd")).select(col("last.action").as("action")).as[String]
+        .filter(l => selector.keeps(ActionCodec.parse(l).asInstanceOf[AddFile])).toDF("action")
       fromCheckpoint.fold(fromCommits) { cp =>
         val touched = last.select(col("key"))
         cp.join(if (commitsAreSmall) broadcast(touched) else touched, Seq("key"), "left_anti")
@@ -104,23 +108,21 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
    * selects for the same filters.
    */
   def select(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Seq[AddFile] = {
-    val partitions = PartitionPredicate(table.partitionSchema, partitionFilters)
-    val (schema, filters, partSchema, z) = (dataSchema, dataFilters, table.partitionSchema, zone)
+    val selector = FileSelector(PartitionPredicate(table.partitionSchema, partitionFilters), dataSchema, dataFilters,
+      table.partitionSchema, zone)
     describing(s"Strata: files of ${head.tablePath} version ${head.version}") {
-      live.rdd.mapPartitions { rows =>
-        val skipping = StatsSkipping(schema, filters)
-        rows.map(r => ActionCodec.parse(r.getString(0)).asInstanceOf[AddFile]).filter { f =>
-          partitions.keeps(CatalystValues.partitionRow(partSchema, f.partitionValues, z)) && skipping.mayMatch(f.stats)
-        }.map(ActionCodec.serialize)
-      }.collect().toSeq.map(l => ActionCodec.parse(l).asInstanceOf[AddFile])
+      live(selector).rdd.map(_.getString(0)).collect().toSeq.map(l => ActionCodec.parse(l).asInstanceOf[AddFile])
     }
   }
+
+  private def all = FileSelector(PartitionPredicate(table.partitionSchema, Nil), dataSchema, Nil,
+    table.partitionSchema, zone)
 
   /** The live files' paths as the table names them (absolute), for `inputFiles()`. */
   def paths: Seq[String] = {
     val root = head.tablePath.toString
     describing(s"Strata: file paths of ${head.tablePath} version ${head.version}") {
-      live.rdd.mapPartitions { rows =>
+      live(all).rdd.mapPartitions { rows =>
         val rootPath = new Path(root)
         rows.map(r => Snapshot.absolutePath(rootPath,
           ActionCodec.parse(r.getString(0)).asInstanceOf[AddFile].path).toString)
@@ -131,7 +133,7 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
   /** Files, bytes, and logical rows (None unless every file states `numRecords`), as one Spark aggregate. */
   def totals: Totals = describing(s"Strata: totals of ${head.tablePath} version ${head.version}") {
     import spark.implicits._
-    val files = live.as[String].map { l =>
+    val files = live(all).as[String].map { l =>
       val f = ActionCodec.parse(l).asInstanceOf[AddFile]
       (f.size, f.logicalRows.getOrElse(-1L))
     }.toDF("size", "rows")
@@ -150,6 +152,21 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
 }
 
 object DistributedFileState {
+  /**
+   * Which files a listing keeps: partition filters on the file's typed partition values (in the session zone), then
+   * statistics skipping; the driver index's code ([[PartitionPredicate]], [[StatsSkipping]]). Serializable: tasks
+   * build their predicates where they run.
+   */
+  private final case class FileSelector(partitions: PartitionPredicate, dataSchema: StructType,
+                                        dataFilters: Seq[Expression], partitionSchema: StructType, zone: ZoneId) {
+    @transient private lazy val skipping = StatsSkipping(dataSchema, dataFilters)
+    private val everything = partitions.filters.isEmpty && dataFilters.isEmpty
+
+    def keeps(f: AddFile): Boolean = everything ||
+      (partitions.keeps(CatalystValues.partitionRow(partitionSchema, f.partitionValues, zone)) &&
+        skipping.mayMatch(f.stats))
+  }
+
   /** A version's live files, bytes, and rows when every file's statistics count them. */
   final case class Totals(files: Long, bytes: Long, rows: Option[Long])
 
