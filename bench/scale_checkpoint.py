@@ -1,8 +1,10 @@
 """The metadata-scale set's checkpoint-only table (bench/scale.py --layout checkpoint; `make bench-scale SCALE=1`).
 
 The table of bench/scale_log.py (F live files in 1,000 partitions, statistics of id and v, the files of partition
-p = 5 real), but its log is a multi-part checkpoint at version 0 and `_last_checkpoint`, nothing else: no commit JSON
-(a 10,000,000-file commit would be 3.6 GB) and no snapshot on any driver. The parts are written by a Spark job
+p = 5 real), but its files are only in a multi-part checkpoint at version 0 (plus `_last_checkpoint`): commit 0's
+JSON holds only commitInfo, protocol and metaData (delta-spark needs the commit file of the checkpoint's version to
+exist; both engines take the state from the checkpoint), so no 3.6 GB commit of 10,000,000 adds is written, and no
+snapshot of the table is ever built on a driver. The parts are written by a Spark job
 (`spark.range(F)`, the add rows computed by SQL expressions, Spark's Parquet writer: the schema delta-spark's own
 checkpoints have), so building it needs no memory in proportion to F. File n's path is
 `p=<n % 1000>/part-<n:05d>-<md5("<generator>/<F>/<n>") as a UUID>.c000.snappy.parquet`, its size 32-128 MiB from
@@ -104,4 +106,12 @@ def write(spark: SparkSession, table: Path, files: int, parts: int, real: dict[i
     shutil.rmtree(tmp)
     hint = {"version": 0, "size": files + 2, "parts": parts, "sizeInBytes": total, "numOfAddFiles": files}
     (log / "_last_checkpoint").write_text(json.dumps(hint) + "\n")
+    # delta-spark refuses a log without the commit file of the checkpoint's version ("Could not find any delta files
+    # for version 0"); it holds the table's protocol and metadata only: the files are in the checkpoint alone.
+    header = [{"commitInfo": {"timestamp": CREATED_MS, "operation": "CREATE TABLE", "engineInfo": GENERATOR}},
+              {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+              {"metaData": {"id": uuid_of(files, -1), "format": {"provider": "parquet", "options": {}},
+                            "schemaString": json.dumps(SCHEMA, separators=(",", ":")), "partitionColumns": ["p"],
+                            "configuration": {}, "createdTime": CREATED_MS}}]
+    (log / f"{0:020d}.json").write_text("".join(json.dumps(a, separators=(",", ":")) + "\n" for a in header))
     return {"checkpoint_s": time.perf_counter() - started, "checkpoint_bytes": total, "parts": parts}
