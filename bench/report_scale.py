@@ -164,8 +164,10 @@ def markdown(record: Json, json_name: str) -> str:
     out = ["# Metadata at scale: Strata against delta-spark", ""]
     add = out.append
     add(f"Run `{record['run_id']}` ({record['started']}), {record['duration_s'] / 60:.1f} min; raw results in "
-        f"[{json_name}]({json_name}). Regenerate with `make bench-scale FILES={','.join(map(str, record['files']))}` "
-        "(bench/scale.py; the issue's sizes are `FILES=100000,1000000`, the default).")
+        f"[{json_name}]({json_name}). Regenerate with `make bench-scale "
+        + ("SCALE=1 " if record["settings"].get("state") == "distributed" else "")
+        + f"FILES={','.join(map(str, record['files']))}` (bench/scale.py; the issue's sizes are "
+        "`FILES=100000,1000000`, the default; `SCALE=1`: 10,000,000 files on the distributed state).")
     add("")
     add(f"Machine: {m['cpus']} cores ({m['cpu_model']}), {m['memory_gib']} GiB, Linux {m['kernel']}; load average "
         f"{m['loadavg_at_start'][0]:.2f} at start, {m['loadavg_at_end'][0]:.2f} at end (shared with other jobs: "
@@ -174,9 +176,17 @@ def markdown(record: Json, json_name: str) -> str:
         f"delta-spark {v['delta_spark']}.")
     add("")
     st = record["settings"]
-    add("The table: commit 0 with protocol (1, 2), metaData (id LONG, v STRING, p INT, partitioned by p) and F adds "
-        f"in {PARTITIONS:,} partitions (F/{PARTITIONS:,} files each) with statistics of id and v, written by Python "
-        f"(bench/scale_log.py), then a checkpoint at version 0 written by Strata; both engines read that log. Only the "
+    if st.get("layout") == "checkpoint":
+        logged = (f"a checkpoint at version 0 of {st['parts']} parts holding protocol (1, 2), metaData (id LONG, "
+                  f"v STRING, p INT, partitioned by p) and F adds in {PARTITIONS:,} partitions (F/{PARTITIONS:,} files "
+                  "each) with statistics of id and v, written by a Spark job (bench/scale_checkpoint.py); commit 0's "
+                  "JSON holds only protocol and metaData (delta-spark needs that file); both engines read that log.")
+    else:
+        logged = ("commit 0 with protocol (1, 2), metaData (id LONG, v STRING, p INT, partitioned by p) and F adds "
+                  f"in {PARTITIONS:,} partitions (F/{PARTITIONS:,} files each) with statistics of id and v, written by "
+                  "Python (bench/scale_log.py), then a checkpoint at version 0 written by Strata; both engines read "
+                  "that log.")
+    add(f"The table: {logged} Only the "
         f"files of partition p = {POINT_PARTITION} exist ({REAL_ROWS:,} rows each, real sizes and statistics in the "
         f"log); the others are log entries only ({ROWS_PER_FILE:,} records, 32-128 MiB). Each engine runs in a fresh "
         f"Spark application per F, `{st['master']}`, `spark.driver.memory={st['driver_memory']}`, "

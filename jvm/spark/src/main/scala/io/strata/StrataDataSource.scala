@@ -40,7 +40,8 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
 
   override def inferSchema(options: CaseInsensitiveStringMap): StructType = {
     val log = tableLog(SparkSession.active.sqlContext, options.asCaseSensitiveMap().asScala.toMap)
-    io.strata.table.TableSchema.of(SnapshotReader.latestMetadata(SparkSession.active, log)).schema
+    // As the read will take it: without the file state above the distributed-state threshold
+    io.strata.table.TableSchema.of(SnapshotReader.latest(SparkSession.active, log).fold(_.metadata, _.metadata)).schema
   }
 
   override def getTable(schema: StructType, partitioning: Array[Transform],

@@ -45,8 +45,18 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
    * The latest snapshot, or None when there is no table here yet. One listing of the log; when this JVM loaded the
    * table before, only the commits since are read ([[SnapshotCache]]).
    */
-  def snapshotOption(): Option[Snapshot] = {
+  def snapshotOption(): Option[Snapshot] = snapshotFrom(listLog())
+
+  /**
+   * After one listing: the latest snapshot, or its [[SnapshotHead]] when `distributed` says so of its [[StateSize]]
+   * (a reader that replays big states elsewhere); None when there is no table.
+   */
+  def latest(distributed: StateSize => Boolean): Option[Either[SnapshotHead, Snapshot]] = {
     val listing = listLog()
+    sizeFrom(listing).map(size => if (distributed(size)) Left(headFrom(listing).get) else Right(snapshotFrom(listing).get))
+  }
+
+  private def snapshotFrom(listing: Listing): Option[Snapshot] = {
     val key = tablePath.toString
     if (listing.commits.isEmpty && listing.checkpoints.isEmpty) { SnapshotCache.invalidate(key); return None }
     val latest = (listing.commits.keys ++ listing.checkpoints.keys).max
@@ -74,8 +84,9 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
    * checkpoint's non-file columns and the commits' non-file actions. A snapshot this JVM already holds for that
    * version gives it at no cost.
    */
-  def headOption(): Option[SnapshotHead] = {
-    val listing = listLog()
+  def headOption(): Option[SnapshotHead] = headFrom(listLog())
+
+  private def headFrom(listing: Listing): Option[SnapshotHead] = {
     if (listing.commits.isEmpty && listing.checkpoints.isEmpty) return None
     val cached = SnapshotCache.get(tablePath.toString).filter(e => e.snapshot.version == listing.latest &&
       listing.v2Checkpoints.isEmpty && SnapshotCache.isCurrent(e, listing.commits, listing.checkpoints.keys))
@@ -88,8 +99,9 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
    * when it describes the newest complete checkpoint (the commits after it are not counted), and the bytes of that
    * checkpoint's parts and the commits after it.
    */
-  def stateSize(): Option[StateSize] = {
-    val listing = listLog()
+  def stateSize(): Option[StateSize] = sizeFrom(listLog())
+
+  private def sizeFrom(listing: Listing): Option[StateSize] = {
     if (listing.commits.isEmpty && listing.checkpoints.isEmpty) return None
     val cached = SnapshotCache.get(tablePath.toString).filter(e => e.snapshot.version == listing.latest &&
       SnapshotCache.isCurrent(e, listing.commits, listing.checkpoints.keys))

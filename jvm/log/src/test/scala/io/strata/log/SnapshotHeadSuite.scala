@@ -75,8 +75,19 @@ class SnapshotHeadSuite extends AnyFunSuite with LogTestSupport {
     assert(e.getMessage.contains("does not exist"))
   }
 
-  test("no table: headOption and stateSize are None") {
+  test("latest: one listing, then the snapshot or the head as the size decides") {
+    val (_, log) = table()
+    SnapshotCache.invalidate(log.tablePath.toString)
+    var seen = Option.empty[StateSize]
+    val head = log.latest { size => seen = Some(size); true }
+    assert(seen.get.files.contains(5L)) // _last_checkpoint's count, nothing replayed
+    assert(head.exists(_.left.exists(h => h.version == 4 && h.segment.checkpointFiles.size == 3)), head)
+    val snap = log.latest(_ => false)
+    assert(snap.exists(_.exists(_.numFiles == 6)), snap)
+  }
+
+  test("no table: headOption, stateSize and latest are None") {
     val log = TableLog.forPath(hpath(tempDir("head-none")), newConf())
-    assert(log.headOption().isEmpty && log.stateSize().isEmpty)
+    assert(log.headOption().isEmpty && log.stateSize().isEmpty && log.latest(_ => true).isEmpty)
   }
 }

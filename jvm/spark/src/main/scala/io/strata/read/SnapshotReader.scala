@@ -1,8 +1,8 @@
 package io.strata.read
 
 import io.strata.config.{ReadConf, ReadOptions}
-import io.strata.log.{AddFile, InvalidTableOperationException, Metadata, ProtocolSupport, Snapshot, TableLog,
-  TableNotFoundException, VacuumedFiles}
+import io.strata.log.{AddFile, InvalidTableOperationException, Metadata, ProtocolSupport, Snapshot, SnapshotHead,
+  TableLog, TableNotFoundException, VacuumedFiles}
 import io.strata.state.DistributedFileState
 import io.strata.table.{CatalystValues, TableSchema}
 import org.apache.spark.sql.SparkSession
@@ -32,28 +32,28 @@ object SnapshotReader {
    * ([[ReadConf.distributedState]], decided from the log's listing and `_last_checkpoint` before anything is
    * replayed), over a [[DistributedFileIndex]] (no file state on the driver).
    */
-  def pathRelation(spark: SparkSession, log: TableLog, options: ReadOptions): BaseRelation = {
-    val latest = options.versionAsOf.isEmpty && options.timestampAsOf.isEmpty
-    val distributed = latest && log.stateSize().exists(ReadConf.distributedState(spark, _))
-    if (!distributed) relation(spark, snapshotFor(spark, log, options), timeTravel = !latest)
-    else {
-      val head = log.headOption().getOrElse(throw TableNotFoundException(log.tablePath.toString))
-      ProtocolSupport.checkReadable(head.protocol, log.tablePath.toString)
-      val table = TableSchema.of(head.metadata)
-      val state = new DistributedFileState(spark, head, log.conf, SparkInternals.sessionZone(spark))
-      parquetRelation(spark, new DistributedFileIndex(spark, state, table.schema, table.partitionSchema),
-        table.partitionSchema, table.schema, Map.empty)
+  def pathRelation(spark: SparkSession, log: TableLog, options: ReadOptions): BaseRelation =
+    if (options.versionAsOf.isDefined || options.timestampAsOf.isDefined)
+      relation(spark, snapshotFor(spark, log, options), timeTravel = true)
+    else latest(spark, log) match {
+      case Right(snapshot) => relation(spark, snapshot)
+      case Left(head) =>
+        val table = TableSchema.of(head.metadata)
+        val state = new DistributedFileState(spark, head, log.conf, SparkInternals.sessionZone(spark))
+        parquetRelation(spark, new DistributedFileIndex(spark, state, table.schema, table.partitionSchema),
+          table.partitionSchema, table.schema, Map.empty)
     }
-  }
 
   /**
-   * The latest metadata of the table, as [[pathRelation]] will read it: without the file state when the read goes
-   * distributed, else from the snapshot (which the read that follows then finds cached).
+   * The latest version as a path read takes it, after one listing: its snapshot, or its head when its state reaches
+   * the distributed-state threshold ([[ReadConf.distributedState]]). Its protocol is checked readable.
    */
-  def latestMetadata(spark: SparkSession, log: TableLog): Metadata =
-    if (log.stateSize().exists(ReadConf.distributedState(spark, _)))
-      log.headOption().getOrElse(throw TableNotFoundException(log.tablePath.toString)).metadata
-    else log.snapshot().metadata
+  def latest(spark: SparkSession, log: TableLog): Either[SnapshotHead, Snapshot] = {
+    val found = log.latest(ReadConf.distributedState(spark, _))
+      .getOrElse(throw TableNotFoundException(log.tablePath.toString))
+    ProtocolSupport.checkReadable(found.fold(_.protocol, _.protocol), log.tablePath.toString)
+    found
+  }
 
   /** A relation over the snapshot's files (or the given subset of them). */
   def relation(spark: SparkSession, snapshot: Snapshot, only: Option[Seq[AddFile]] = None,
