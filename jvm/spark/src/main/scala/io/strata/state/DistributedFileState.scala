@@ -14,13 +14,13 @@ import org.apache.spark.util.SerializableConfiguration
 
 /**
  * The live files of one version, reconstructed by Spark jobs instead of on the driver (delta-spark's way for big
- * tables): the checkpoint parts (Parquet, only their `add` column) and the commit files are read by
- * tasks, each action keyed as the driver's replay keys it ([[Snapshot.replayKey]]: path relative to the table, deletion
- * vector id) and ordered by (version, position in its file); a shuffle on the key keeps each key's last action among
- * the commits (PROTOCOL.md, "Action Reconciliation": a remove hides the add), and the checkpoint's adds stand unless
- * a commit after it touched their key, leaving the live adds. Pruning runs in the job
- * too (partition filters on the typed partition values, [[StatsSkipping]] on statistics), so only the selected
- * files reach the driver; totals are Spark aggregates. Nothing is cached: each question is one job.
+ * tables): the checkpoint parts (Parquet, only their `add` column) and the commit files are read by tasks, each
+ * action keyed as the driver's replay keys it ([[Snapshot.replayKey]]: path relative to the table, deletion vector
+ * id) and ordered by (version, position in its file); a shuffle on the key keeps each key's last action among the
+ * commits (PROTOCOL.md, "Action Reconciliation": a remove hides the add), and the checkpoint's adds stand unless a
+ * commit after it touched their key, leaving the live adds. Pruning runs in the job too (partition filters on the
+ * typed partition values, [[StatsSkipping]] on statistics), so only the selected files reach the driver; totals are
+ * Spark aggregates. Nothing is cached: each question is one job.
  */
 final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, hadoopConf: Configuration,
                                  zone: ZoneId) {
@@ -31,11 +31,12 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
     table.partitionSchema.fieldNames.exists(_.equalsIgnoreCase(f.name))))
 
   /**
-   * The checkpoint's adds (key, JSON line), read by one task per part with only the `add` column decoded: a
+   * The checkpoint's adds (key, JSON line unless only totals are wanted, size, live rows or -1), read by one task per
+   * part with only the `add` column decoded: a
    * checkpoint holds the reconciled state (PROTOCOL.md, "Checkpoints": one action per key), so its removes are
    * tombstones that hide nothing in it, and nothing that comes after it.
    */
-  private def checkpointAdds(selector: FileSelector): DataFrame = {
+  private def checkpointAdds(selector: FileSelector, withAction: Boolean): DataFrame = {
     val sc = spark.sparkContext
     val conf = sc.broadcast(new SerializableConfiguration(hadoopConf))
     val root = head.tablePath.toString
@@ -45,7 +46,8 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
       // Pruned where read: only the selected adds become rows (selection is per file, so it commutes with the
       // anti-join below).
       Checkpoints.read(new Path(p), conf.value.value, Seq("add")).collect {
-        case f: AddFile if selector.keeps(f) => Row(Snapshot.replayKey(rootPath, f.path, f.dvId), ActionCodec.serialize(f))
+        case f: AddFile if selector.keeps(f) => Row(Snapshot.replayKey(rootPath, f.path, f.dvId),
+          if (withAction) ActionCodec.serialize(f) else null, f.size, f.logicalRows.getOrElse(-1L))
       }
     })
     spark.createDataFrame(rows, KeyedSchema)
@@ -81,23 +83,27 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
   }
 
   /**
-   * The live adds, one JSON line each (PROTOCOL.md, "Action Reconciliation"): among the commits, each key's last
+   * The live adds (JSON line, size, live rows or -1) that `selector` keeps (PROTOCOL.md, "Action Reconciliation"): among the commits, each key's last
    * action (by version, then position), when it is an add, reconciled by a shuffle on the key; and the checkpoint's
    * adds whose key no commit after it touches (an anti-join, broadcast when the commits are small).
    */
-  private def live(selector: FileSelector): DataFrame = {
-    val fromCheckpoint = head.segment.checkpointVersion.map(_ => checkpointAdds(selector))
-    if (commitVersions.isEmpty) fromCheckpoint.get.select(col("action"))
+  private def live(selector: FileSelector, withAction: Boolean = true): DataFrame = {
+    val columns = Seq(col("action"), col("size"), col("rows"))
+    val fromCheckpoint = head.segment.checkpointVersion.map(_ => checkpointAdds(selector, withAction))
+    if (commitVersions.isEmpty) fromCheckpoint.get.select(columns: _*)
     else {
       import spark.implicits._
       val last = commitActions.groupBy(col("key"))
         .agg(max(struct(col("version"), col("position"), col("isAdd"), col("action"))).as("last"))
       val fromCommits = last.where(col("last.isAdd")).select(col("last.action").as("action")).as[String]
-        .filter(l => selector.keeps(ActionCodec.parse(l).asInstanceOf[AddFile])).toDF("action")
+        .flatMap { l =>
+          val f = ActionCodec.parse(l).asInstanceOf[AddFile]
+          if (selector.keeps(f)) Some((l, f.size, f.logicalRows.getOrElse(-1L))) else None
+        }.toDF("action", "size", "rows")
       fromCheckpoint.fold(fromCommits) { cp =>
         val touched = last.select(col("key"))
         cp.join(if (commitsAreSmall) broadcast(touched) else touched, Seq("key"), "left_anti")
-          .select(col("action")).union(fromCommits)
+          .select(columns: _*).union(fromCommits)
       }
     }
   }
@@ -132,11 +138,7 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
 
   /** Files, bytes, and logical rows (None unless every file states `numRecords`), as one Spark aggregate. */
   def totals: Totals = describing(s"Strata: totals of ${head.tablePath} version ${head.version}") {
-    import spark.implicits._
-    val files = live(all).as[String].map { l =>
-      val f = ActionCodec.parse(l).asInstanceOf[AddFile]
-      (f.size, f.logicalRows.getOrElse(-1L))
-    }.toDF("size", "rows")
+    val files = live(all, withAction = false)
     val r: Row = files.agg(count(col("size")), sum(col("size")), sum(when(col("rows") < 0, 1L).otherwise(0L)),
       sum(when(col("rows") >= 0, col("rows")).otherwise(0L))).head()
     def long(i: Int) = if (r.isNullAt(i)) 0L else r.getLong(i)
@@ -174,7 +176,8 @@ object DistributedFileState {
   private val BroadcastCommitBytes = 64L << 20
 
   private val KeyedSchema = StructType(Seq(StructField("key", StringType, nullable = false),
-    StructField("action", StringType, nullable = false)))
+    StructField("action", StringType, nullable = true), StructField("size", LongType, nullable = false),
+    StructField("rows", LongType, nullable = false)))
 
   private val ActionSchema = StructType(Seq(StructField("key", StringType, nullable = false),
     StructField("version", LongType, nullable = false), StructField("position", LongType, nullable = false),

@@ -175,6 +175,10 @@ class DistributedStateSuite extends AnyFunSuite with SparkTestSession {
       assert(df.head().getLong(0) == expected)
       val sum = spark.read.format("strata").load(path).selectExpr("sum(id)", "count(*)").head()
       assert(sum.getLong(1) == expected)
+      // the totals (files, bytes: the relation's size) are the driver snapshot's
+      val totals = plannedIndex(spark.read.format("strata").load(path)).asInstanceOf[DistributedFileIndex].stateTotals
+      val snap = logOf(path).snapshot()
+      assert(totals.files == snap.numFiles && totals.bytes == snap.sizeInBytes && totals.rows.contains(expected))
     }
   }
 
