@@ -166,10 +166,14 @@ bench: build bench-jars $(VENV)/.bench-deps
 ## each in a fresh application with 2g of driver memory. FILES: comma-separated F values (default 100000,1000000; small
 ## ones such as FILES=2000,20000 for a quick look); OP_TIMEOUT: seconds per operation (default 600).
 ## Results: bench/results/scale/<date>.json and latest.md.
+## SCALE=1: the distributed-state run (issue 23): F = 10,000,000 (FILES overrides), a checkpoint-only log of 10 parts
+## written by a Spark job (bench/scale_checkpoint.py), Strata with spark.strata.state.distributedThreshold.files=0;
+## results in bench/results/scale-distributed/. BENCH_SCALE_ARGS: more bench/scale.py flags (--layout, --state, ...).
 FILES      ?=
 OP_TIMEOUT ?=
 bench-scale: build $(BENCH_JARS_DIR)/delta-spark_4.1_2.13-$(BENCH_DELTA_VERSION).jar $(BENCH_JARS_DIR)/delta-storage-$(BENCH_DELTA_VERSION).jar
-	$(VPY) bench/scale.py $(if $(FILES),--files $(FILES)) $(if $(OP_TIMEOUT),--timeout $(OP_TIMEOUT))
+	SCALE=$(SCALE) $(VPY) bench/scale.py $(if $(FILES),--files $(FILES)) $(if $(OP_TIMEOUT),--timeout $(OP_TIMEOUT)) \
+	  $(BENCH_SCALE_ARGS)
 
 ## bench-jars: the benchmark's peer jars (one artifact each, no dependencies) from Maven Central into bench/cache/jars
 bench-jars: $(BENCH_JARS)

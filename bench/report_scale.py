@@ -14,7 +14,7 @@ from spec import DELTA_VERSION
 
 Json = dict[str, Any]
 LABELS = {"strata": "Strata", "delta": f"delta-spark {DELTA_VERSION}"}
-ANSWERS = {"cold": "rows", "warm": "rows", "input_files": "files", "point": "rows"}
+ANSWERS = {"cold": "rows", "warm": "rows", "input_files": "files", "point": "rows", "count": "rows"}
 
 
 def plural(n: int, unit: str) -> str:
@@ -85,11 +85,17 @@ def section(record: Json, table: Json) -> list[str]:
         return out
     s = table["setup"]
     ckpt = sum(v for k, v in s["log_bytes"].items() if ".checkpoint" in k)
-    add(f"Log: commit 0 {s['json_bytes'] / 2**20:.1f} MiB (JSON), Strata's checkpoint at version "
-        f"{s['checkpoint_version']} {ckpt / 2**20:.1f} MiB (written in {s['checkpoint_s']:.1f} s, peak RSS "
-        f"{s['checkpoint_peak_rss_mb']:.0f} MiB, driver memory {s['prepare_memory']}); "
-        + ("cached from an earlier run." if s.get("cached") else "built by this run.")
-        + f" Point query: id = {table['point_id']:,}.")
+    if s.get("layout") == "checkpoint":
+        add(f"Log: only a checkpoint at version 0, {s['parts']} parts, {ckpt / 2**20:.1f} MiB (written by a Spark "
+            f"job in {s['checkpoint_s']:.1f} s, bench/scale_checkpoint.py), and `_last_checkpoint`; "
+            + ("cached from an earlier run." if s.get("cached") else "built by this run.")
+            + f" Point query: id = {table['point_id']:,}.")
+    else:
+        add(f"Log: commit 0 {s['json_bytes'] / 2**20:.1f} MiB (JSON), Strata's checkpoint at version "
+            f"{s['checkpoint_version']} {ckpt / 2**20:.1f} MiB (written in {s['checkpoint_s']:.1f} s, peak RSS "
+            f"{s['checkpoint_peak_rss_mb']:.0f} MiB, driver memory {s['prepare_memory']}); "
+            + ("cached from an earlier run." if s.get("cached") else "built by this run.")
+            + f" Point query: id = {table['point_id']:,}.")
     add("")
     engines = [e for e in record["engines"] if e in table["engines"]]
     head = ["operation"] + [f"{LABELS[e]} s" for e in engines]
@@ -158,8 +164,10 @@ def markdown(record: Json, json_name: str) -> str:
     out = ["# Metadata at scale: Strata against delta-spark", ""]
     add = out.append
     add(f"Run `{record['run_id']}` ({record['started']}), {record['duration_s'] / 60:.1f} min; raw results in "
-        f"[{json_name}]({json_name}). Regenerate with `make bench-scale FILES={','.join(map(str, record['files']))}` "
-        "(bench/scale.py; the issue's sizes are `FILES=100000,1000000`, the default).")
+        f"[{json_name}]({json_name}). Regenerate with `make bench-scale "
+        + ("SCALE=1 " if record["settings"].get("state") == "distributed" else "")
+        + f"FILES={','.join(map(str, record['files']))}` (bench/scale.py; the issue's sizes are "
+        "`FILES=100000,1000000`, the default; `SCALE=1`: 10,000,000 files on the distributed state).")
     add("")
     add(f"Machine: {m['cpus']} cores ({m['cpu_model']}), {m['memory_gib']} GiB, Linux {m['kernel']}; load average "
         f"{m['loadavg_at_start'][0]:.2f} at start, {m['loadavg_at_end'][0]:.2f} at end (shared with other jobs: "
@@ -168,9 +176,17 @@ def markdown(record: Json, json_name: str) -> str:
         f"delta-spark {v['delta_spark']}.")
     add("")
     st = record["settings"]
-    add("The table: commit 0 with protocol (1, 2), metaData (id LONG, v STRING, p INT, partitioned by p) and F adds "
-        f"in {PARTITIONS:,} partitions (F/{PARTITIONS:,} files each) with statistics of id and v, written by Python "
-        f"(bench/scale_log.py), then a checkpoint at version 0 written by Strata; both engines read that log. Only the "
+    if st.get("layout") == "checkpoint":
+        logged = (f"a checkpoint at version 0 of {st['parts']} parts holding protocol (1, 2), metaData (id LONG, "
+                  f"v STRING, p INT, partitioned by p) and F adds in {PARTITIONS:,} partitions (F/{PARTITIONS:,} files "
+                  "each) with statistics of id and v, written by a Spark job (bench/scale_checkpoint.py); commit 0's "
+                  "JSON holds only protocol and metaData (delta-spark needs that file); both engines read that log.")
+    else:
+        logged = ("commit 0 with protocol (1, 2), metaData (id LONG, v STRING, p INT, partitioned by p) and F adds "
+                  f"in {PARTITIONS:,} partitions (F/{PARTITIONS:,} files each) with statistics of id and v, written by "
+                  "Python (bench/scale_log.py), then a checkpoint at version 0 written by Strata; both engines read "
+                  "that log.")
+    add(f"The table: {logged} Only the "
         f"files of partition p = {POINT_PARTITION} exist ({REAL_ROWS:,} rows each, real sizes and statistics in the "
         f"log); the others are log entries only ({ROWS_PER_FILE:,} records, 32-128 MiB). Each engine runs in a fresh "
         f"Spark application per F, `{st['master']}`, `spark.driver.memory={st['driver_memory']}`, "
@@ -187,8 +203,12 @@ def markdown(record: Json, json_name: str) -> str:
         "the `numFiles` metric of the scan; inputFiles() of the same DataFrame (untimed) alongside.")
     add("- appends: one row (`df.write.format(...).mode(\"append\").partitionBy(\"p\")`, a real Parquet file) into "
         "partition p = 0, twice; then the same twice on an empty table of the same schema (created untimed).")
-    add("- Not timed: the whole table's `count(*)` (most data files do not exist; delta-spark can answer it from the "
-        "log's numRecords, a reader of the files cannot, so it says nothing about either engine's metadata path).")
+    add("- count(*): `load(path).count()` of the whole table; most data files do not exist, so only an engine that "
+        "answers from the log's numRecords answers (a reader of the files fails).")
+    if st.get("state") == "distributed":
+        add(f"- Strata's file state: distributed (`{json.dumps(st['strata_conf'])}`): each operation's file state is "
+            "reconstructed and pruned by Spark jobs over the checkpoint parts and commits; writes still build the "
+            f"state on the driver. Log layout: {st['layout']} ({st['parts']} checkpoint parts).")
     add("")
     wrong = findings(record)
     if wrong:

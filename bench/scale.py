@@ -15,8 +15,8 @@ Method
       point        `load(path).where("p = 5 AND id = X").count()`, X in one file only (1 row, 1 file expected)
       append_1, append_2              a one-row append (`df.write.format(...).mode("append")`, a real Parquet file)
       empty_append_1, empty_append_2  the same on an empty table of the same schema, created untimed just before
-    The whole table's `count(*)` is not timed: most data files do not exist (delta-spark would answer it from the
-    log's numRecords; a reader of the files fails), so it says nothing about either engine's metadata path.
+      count        `load(path).count()`, the whole table's count(*): answered from the log's numRecords (both
+                   engines can); an engine that reads the files fails (most do not exist)
   * Recorded per operation: seconds, CPU seconds and peak RSS (VmHWM, reset before) of the application's JVM, its
     answer and the expected one, files the scans read (their `numFiles` metric), files written. A failure is a result:
     `error` (an exception), `oom` (OutOfMemoryError), `timeout` (no answer within --timeout; the application is
@@ -25,6 +25,11 @@ Method
 
 Knobs
   --files / FILES      comma-separated F values (multiples of 1,000; default 100000,1000000, the issue's sizes)
+  SCALE=1              the distributed-state run: F = 10,000,000, --layout checkpoint, --state distributed
+  --layout             json (commit 0 + Strata's checkpoint, default) or checkpoint (a multi-part checkpoint only,
+                       written by a Spark job: bench/scale_checkpoint.py); --parts its parts (default 10)
+  --state              Strata's file state: driver (the default threshold) or distributed (threshold 0); results of
+                       the distributed state go to bench/results/scale-distributed
   --timeout / OP_TIMEOUT  seconds per operation (default 600)
   --engines            development: a subset of strata,delta
   --driver-memory      development: the engines' spark.driver.memory (default 2g)
@@ -59,6 +64,8 @@ ENGINES = ("strata", "delta")
 MEMORY = "2g"
 PREPARE_TIMEOUT = 4 * 3600.0
 FATAL = ("oom", "timeout", "died")
+# Strata's session settings per file-state path (docs/architecture.md, "Table state": the distributed state)
+STATE_CONF = {"driver": {}, "distributed": {"spark.strata.state.distributedThreshold.files": "0"}}
 
 
 class Scale:
@@ -85,7 +92,7 @@ class Scale:
 
     def table(self, files: int) -> Json:
         """The cached table of `files` files, built if missing (or of another generator, or --regenerate)."""
-        base = CACHE / "scale" / str(files)
+        base = table_dir(files, self.args)
         marker = base / "complete.json"
         if marker.exists() and not self.args.regenerate:
             info: Json = json.loads(marker.read_text())
@@ -96,7 +103,7 @@ class Scale:
         base.mkdir(parents=True)
         self.say(f"F = {files:,}: generating the table in {base}")
         cfg = {"engine": "strata", "work": str(self.work / f"prepare-{files}"), "memory": DRIVER_MEMORY,
-               "table": str(base / "table"), "files": files}
+               "table": str(base / "table"), "files": files, "layout": self.args.layout, "parts": self.args.parts}
         a = self.app(f"prepare-{files}", "prepare", cfg)
         try:
             info = dict(a.call({"op": "prepare"}, PREPARE_TIMEOUT), generator=GENERATOR,
@@ -133,7 +140,8 @@ class Scale:
         shutil.rmtree(work, ignore_errors=True)
         shutil.copytree(table, work / "table", copy_function=os.link)  # the log is only read or added to
         cfg = {"engine": engine, "work": str(work), "memory": self.args.driver_memory, "table": str(work / "table"),
-               "empty": str(work / "empty"), "files": files}
+               "empty": str(work / "empty"), "files": files,
+               "conf": STATE_CONF[self.args.state] if engine == "strata" else {}}
         out: Json = {"ops": {}, "applications": []}
         a: App | None = None
         pid = 0
@@ -169,6 +177,11 @@ class Scale:
     def stop(self) -> None:
         for a in self.apps:
             a.kill()
+
+
+def table_dir(files: int, args: argparse.Namespace) -> Path:
+    """The cached table of `files` files in the chosen layout."""
+    return CACHE / "scale" / (str(files) if args.layout == "json" else f"{files}-checkpoint-{args.parts}")
 
 
 def describe(r: Json) -> str:
@@ -216,14 +229,23 @@ def versions(tables: list[Json]) -> Json:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--files", default=os.environ.get("FILES") or "100000,1000000")
+    big = os.environ.get("SCALE") == "1"  # the issue's 10,000,000-file run: checkpoint only, distributed state
+    ap.add_argument("--files", default=os.environ.get("FILES") or ("10000000" if big else "100000,1000000"))
+    ap.add_argument("--layout", choices=("json", "checkpoint"), default="checkpoint" if big else "json",
+                    help="json: commit 0 + Strata's checkpoint; checkpoint: a multi-part checkpoint only")
+    ap.add_argument("--parts", type=int, default=10, help="checkpoint parts of the checkpoint layout (default 10)")
+    ap.add_argument("--state", choices=tuple(STATE_CONF), default="distributed" if big else "driver",
+                    help="Strata's file state: driver (default threshold) or distributed (threshold forced to 0)")
     ap.add_argument("--timeout", type=float, default=float(os.environ.get("OP_TIMEOUT") or 600))
     ap.add_argument("--engines", default=",".join(ENGINES))
     ap.add_argument("--regenerate", action="store_true")
     ap.add_argument("--driver-memory", default=MEMORY, help=f"development only (default {MEMORY}, the issue's)")
-    ap.add_argument("--out", type=Path, default=BENCH / "results" / "scale")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="results folder (default bench/results/scale, or scale-distributed with --state distributed)")
     ap.add_argument("--jars", type=Path, default=CACHE / "jars")
     args = ap.parse_args()
+    if args.out is None:
+        args.out = BENCH / "results" / ("scale" if args.state == "driver" else "scale-distributed")
     sizes = [int(x.replace("_", "")) for x in args.files.split(",") if x]
     for f in sizes:
         try:
@@ -256,7 +278,7 @@ def main() -> int:
                 scale.say(f"F = {files:,}: the table could not be built; skipped (see the record)")
                 continue
             for engine in engines:
-                entry["engines"][engine] = scale.engine(engine, files, CACHE / "scale" / str(files) / "table")
+                entry["engines"][engine] = scale.engine(engine, files, table_dir(files, args) / "table")
     finally:
         scale.stop()
         shutil.rmtree(scale.work, ignore_errors=True)
@@ -271,6 +293,8 @@ def main() -> int:
         "machine": host,
         "versions": versions(tables),
         "settings": {"master": MASTER, "driver_memory": args.driver_memory, "prepare_driver_memory": DRIVER_MEMORY,
+                     "layout": args.layout, "parts": args.parts, "state": args.state,
+                     "strata_conf": STATE_CONF[args.state],
                      "jvm_options": JVM_OPTIONS, "spark_conf": COMMON_CONF, "timeout_s": args.timeout,
                      "generator": GENERATOR},
         "operations": [{"key": o.key, "title": o.title, "big_table": o.big} for o in OPERATIONS],

@@ -27,6 +27,7 @@ from typing import Any, Callable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+import scale_checkpoint
 from app import guarded
 from measure import Memory, listing, written
 from scale_log import (DDL, MISSING_PARTITION, PARTITIONS, POINT_PARTITION, REAL_ROWS, ROWS_PER_FILE, RealFile,
@@ -44,7 +45,7 @@ JVM_OPTIONS = "-XX:+ExitOnOutOfMemoryError"
 def start(cfg: Json) -> SparkSession:
     work = Path(cfg["work"])
     return session(SYSTEMS[cfg["engine"]], work, Path(cfg["jars"]), work, cfg["memory"],
-                   {"spark.driver.extraJavaOptions": JVM_OPTIONS})
+                   dict({"spark.driver.extraJavaOptions": JVM_OPTIONS}, **cfg.get("conf", {})))
 
 
 def scan_files(df: DataFrame) -> int | None:
@@ -150,6 +151,11 @@ class Server:
         self.point_df = df
         return {"value": rows, "scan_files": scan_files(agg)}
 
+    def count_all(self) -> Json:
+        """The whole table's count(*): answered from the log's numRecords, or by reading files (most do not exist)."""
+        rows, agg = count(self.read())
+        return {"value": rows, "scan_files": scan_files(agg)}
+
     def point_input_files(self, result: Json) -> None:
         result["input_files"] = len(self.point_df._jdf.inputFiles())
 
@@ -180,6 +186,8 @@ class Server:
             return self.measure(self.table, self.input_files)
         if key == "point":
             return self.measure(self.table, self.point, self.point_input_files)
+        if key == "count":
+            return self.measure(self.table, self.count_all)
         if key in ("append_1", "append_2"):
             return self.append(self.table)
         if key in ("empty_append_1", "empty_append_2"):
@@ -189,14 +197,17 @@ class Server:
         raise ValueError(f"unknown operation {key}")
 
 
-def prepare(spark: SparkSession, table: Path, files: int) -> Json:
-    """Builds the generated table (bench/scale_log.py) at `table`: data files of p = 5, commit 0, checkpoint 0."""
+def prepare(spark: SparkSession, table: Path, files: int, layout: str = "json", parts: int = 1) -> Json:
+    """
+    Builds the generated table at `table`: data files of p = 5, then commit 0 (bench/scale_log.py) and Strata's
+    checkpoint 0, or (layout `checkpoint`) only a checkpoint of `parts` parts (bench/scale_checkpoint.py).
+    """
     import strata
     shutil.rmtree(table, ignore_errors=True)
     tmp = table.parent / "real-files"
     shutil.rmtree(tmp, ignore_errors=True)
     started = time.perf_counter()
-    wanted = real_files(files)
+    wanted = scale_checkpoint.real_paths(files) if layout == "checkpoint" else real_files(files)
     # File j of p = 5 is file n = 5 + 1000 j: ids [n R, n R + REAL_ROWS). One task, one file per value of f.
     n = F.lit(POINT_PARTITION) + F.lit(PARTITIONS) * F.floor(F.col("id") / REAL_ROWS)
     df = spark.range(0, len(wanted) * REAL_ROWS, 1, 1).select(
@@ -211,6 +222,14 @@ def prepare(spark: SparkSession, table: Path, files: int) -> Json:
         real[k] = RealFile(k, path, target.stat().st_size)
     shutil.rmtree(tmp)
     data_s = time.perf_counter() - started
+    if layout == "checkpoint":
+        memory = Memory(spark)
+        memory.reset()
+        out = {"files": files, "real_files": len(real), "data_s": data_s, "layout": layout, "json_bytes": 0,
+               "json_s": 0.0, "checkpoint_version": 0,
+               **scale_checkpoint.write(spark, table, files, parts, {k: f.size for k, f in real.items()}),
+               "checkpoint_peak_rss_mb": memory.peak_mb(), "log_bytes": log_bytes(table), "strata": strata.__version__}
+        return out
     out: Json = {"files": files, "real_files": len(real), "data_s": data_s, **write_commit0(table, files, real)}
     memory = Memory(spark)
     memory.reset()
@@ -245,7 +264,8 @@ def main() -> None:
         if op == "stop":
             break
         if role == "prepare" and op == "prepare":
-            guarded(out, lambda: prepare(holder[0], Path(cfg["table"]), cfg["files"]))
+            guarded(out, lambda: prepare(holder[0], Path(cfg["table"]), cfg["files"], cfg.get("layout", "json"),
+                                         cfg.get("parts", 1)))
         elif role == "serve" and op == "info":
             guarded(out, holder[0].info)
         elif role == "serve" and op == "run":

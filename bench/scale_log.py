@@ -56,6 +56,7 @@ OPERATIONS = (
     Operation("warm", f"warm load + count, p = {MISSING_PARTITION}", True),
     Operation("input_files", f"inputFiles() of p = {POINT_PARTITION}", True),
     Operation("point", f"point query count, p = {POINT_PARTITION} and id = X", True),
+    Operation("count", "count(*) of the whole table", True),
     Operation("append_1", "one-row append (1st)", True),
     Operation("append_2", "one-row append (2nd)", True),
     Operation("empty_append_1", "one-row append to an empty table (1st)", False),
@@ -110,8 +111,9 @@ def point_id() -> int:
 
 def expected(files: int) -> Json:
     """What a reader of the generated table must answer (before any append)."""
-    return {"cold": 0, "warm": 0, "input_files": files // PARTITIONS, "point": 1, "point_files": 1,
-            "partition_files": files // PARTITIONS}
+    real = files // PARTITIONS
+    return {"cold": 0, "warm": 0, "input_files": real, "point": 1, "point_files": 1,
+            "partition_files": real, "count": (files - real) * ROWS_PER_FILE + real * REAL_ROWS}
 
 
 def stats(n: int, rows: int) -> str:

@@ -40,7 +40,8 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
 
   override def inferSchema(options: CaseInsensitiveStringMap): StructType = {
     val log = tableLog(SparkSession.active.sqlContext, options.asCaseSensitiveMap().asScala.toMap)
-    io.strata.table.TableSchema.of(log.snapshot().metadata).schema
+    // As the read will take it: without the file state above the distributed-state threshold
+    io.strata.table.TableSchema.of(SnapshotReader.latest(SparkSession.active, log).fold(_.metadata, _.metadata)).schema
   }
 
   override def getTable(schema: StructType, partitioning: Array[Transform],
@@ -51,8 +52,7 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
     val spark = sqlContext.sparkSession
     val options = StrataOptions.parseRead(StrataDataSource.originalOptions(parameters))
     val log = tableLog(sqlContext, parameters)
-    SnapshotReader.relation(spark, SnapshotReader.snapshotFor(spark, log, options),
-      timeTravel = options.versionAsOf.isDefined || options.timestampAsOf.isDefined)
+    SnapshotReader.pathRelation(spark, log, options)
   }
 
   override def createRelation(sqlContext: SQLContext, mode: SaveMode, parameters: Map[String, String],

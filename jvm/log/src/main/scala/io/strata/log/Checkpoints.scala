@@ -113,14 +113,21 @@ object Checkpoints {
    * iterator is consumed (a million-file checkpoint is never all in memory as actions). `add` rows are decoded
    * straight from their Parquet fields; the other, rarer rows go through their JSON form.
    */
-  def read(path: Path, conf: Configuration): Iterator[Action] = {
+  def read(path: Path, conf: Configuration): Iterator[Action] = read(path, conf, ReadColumns)
+
+  /**
+   * As [[read]], reading only the action columns named in `columns` (a subset of [[ActionColumns]] and `sidecar`): the others are
+   * not even decoded from Parquet (a table's protocol and metadata without its million `add` rows, or only its
+   * file actions for a distributed replay).
+   */
+  def read(path: Path, conf: Configuration, columns: Seq[String]): Iterator[Action] = {
     // Read options from `conf` itself: ParquetFileReader.open(file) alone builds a fresh Hadoop Configuration and
     // parses its default XML resources on every call (tens of milliseconds per checkpoint read).
     val reader = ParquetFileReader.open(HadoopInputFile.fromPath(path, conf), HadoopReadOptions.builder(conf).build())
     try {
       val fileSchema = reader.getFooter.getFileMetaData.getSchema
       val keepParsedStats = addRowsMayLackStats(reader.getFooter)
-      val wanted = fileSchema.getFields.asScala.filter(f => ReadColumns.contains(f.getName))
+      val wanted = fileSchema.getFields.asScala.filter(f => columns.contains(f.getName))
         .map(withoutTypedCopies(_, keepParsedStats)).toSeq
       val projection = new MessageType(fileSchema.getName, arrayList(wanted))
       reader.setRequestedSchema(projection)

@@ -28,6 +28,9 @@ trait LogStore {
   /** The actions of one checkpoint file (part). */
   def readCheckpoint(path: Path): Iterator[Action] = Checkpoints.read(path, fs.getConf)
 
+  /** The actions of one checkpoint file whose action column is one of `columns` ([[Checkpoints.read]]). */
+  def readCheckpoint(path: Path, columns: Seq[String]): Iterator[Action] = Checkpoints.read(path, fs.getConf, columns)
+
   /** Writes a checkpoint file whole under a temporary name, then renames it into place; returns its size. */
   def writeCheckpoint(path: Path, actions: Iterator[Action],
                       format: Checkpoints.Format = Checkpoints.Format.Default): Long = {

@@ -90,6 +90,12 @@ object Snapshot {
     } else new Path(tablePath, p)
   }
 
+  /**
+   * The key under which replay reconciles a file action (PROTOCOL.md, "Action Reconciliation": path and deletion
+   * vector id; relative and absolute spellings of one file are one key), for replays outside the log core.
+   */
+  def replayKey(tablePath: Path, path: String, dvId: String): String = FileSet.key(tablePath, path, dvId)
+
   /** A snapshot of exactly these files and tombstones (tests, and tools that build a state by hand). */
   def of(tablePath: Path, version: Long, segment: LogSegment, protocol: Protocol, metadata: Metadata,
          files: Seq[AddFile], tombstones: Seq[RemoveFile] = Nil,

@@ -48,8 +48,25 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
    * The latest snapshot, or None when there is no table here yet. One listing of the log; when this JVM loaded the
    * table before, only the commits since are read ([[SnapshotCache]]).
    */
-  def snapshotOption(): Option[Snapshot] = {
+  def snapshotOption(): Option[Snapshot] = snapshotFrom(listLog())
+
+  /**
+   * After one listing: the latest snapshot, or its [[SnapshotHead]] when `distributed` says so of its [[StateSize]]
+   * (a reader that replays big states elsewhere); None when there is no table.
+   */
+  def latest(distributed: StateSize => Boolean): Option[Either[SnapshotHead, Snapshot]] = {
     val listing = listLog()
+    sizeFrom(listing).map { size =>
+      // The distributed state reads classic checkpoint parts only: a table with V2 checkpoints (sidecars, JSON
+      // checkpoints) keeps the driver path.
+      if (distributed(size)) headFrom(listing).get match {
+        case h if h.protocol.readerFeatures.exists(_(V2Checkpoints.Feature)) => Right(snapshotFrom(listing).get)
+        case h => Left(h)
+      } else Right(snapshotFrom(listing).get)
+    }
+  }
+
+  private def snapshotFrom(listing: Listing): Option[Snapshot] = {
     val key = tablePath.toString
     if (listing.commits.isEmpty && listing.checkpoints.isEmpty) { SnapshotCache.invalidate(key); return None }
     val latest = (listing.commits.keys ++ listing.checkpoints.keys).max
@@ -71,6 +88,49 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
 
   /** The latest snapshot; [[TableNotFoundException]] when there is no table. */
   def snapshot(): Snapshot = snapshotOption().getOrElse(throw TableNotFoundException(tablePath.toString))
+
+  /**
+   * The latest version without its file state ([[SnapshotHead]]), or None when there is no table here: the
+   * checkpoint's non-file columns and the commits' non-file actions. A snapshot this JVM already holds for that
+   * version gives it at no cost.
+   */
+  def headOption(): Option[SnapshotHead] = headFrom(listLog())
+
+  private def headFrom(listing: Listing): Option[SnapshotHead] = {
+    if (listing.commits.isEmpty && listing.checkpoints.isEmpty) return None
+    val cached = SnapshotCache.get(tablePath.toString).filter(e => e.snapshot.version == listing.latest &&
+      listing.v2Checkpoints.isEmpty && SnapshotCache.isCurrent(e, listing.commits, listing.checkpoints.keys))
+    Some(cached.map(e => SnapshotHead.of(e.snapshot)).getOrElse(load(listing, None, replayHead)))
+  }
+
+  /**
+   * How big the latest version's file state is, from one listing and `_last_checkpoint` only (nothing replayed), or
+   * None when there is no table: exact when this JVM holds that snapshot; else `_last_checkpoint`'s `numOfAddFiles`
+   * when it describes the newest complete checkpoint (the commits after it are not counted), and the bytes of that
+   * checkpoint's parts and the commits after it.
+   */
+  def stateSize(): Option[StateSize] = sizeFrom(listLog())
+
+  private def sizeFrom(listing: Listing): Option[StateSize] = {
+    if (listing.commits.isEmpty && listing.checkpoints.isEmpty) return None
+    val cached = SnapshotCache.get(tablePath.toString).filter(e => e.snapshot.version == listing.latest &&
+      SnapshotCache.isCurrent(e, listing.commits, listing.checkpoints.keys))
+    cached.map(e => StateSize(Some(e.snapshot.numFiles.toLong), 0L)).orElse {
+      val cp = listing.checkpoints.keys.maxOption
+      val commits = listing.commits.filter { case (v, _) => cp.forall(v > _) }
+      val bytes = cp.fold(0L)(listing.checkpoints(_).map(_.getLen).sum) + commits.values.map(_.getLen).sum
+      val files = cp.flatMap(v => readLastCheckpoint().filter(_.path("version").asLong(-1) == v))
+        .flatMap(n => Option(n.get("numOfAddFiles")).filter(_.canConvertToLong).map(_.asLong))
+      Some(StateSize(files, bytes))
+    }
+  }
+
+  /** The version `version` without its file state (time travel; [[headOption]]). */
+  def headAt(version: Long): SnapshotHead = {
+    val listing = listLog()
+    if (listing.commits.isEmpty && listing.checkpoints.isEmpty) throw TableNotFoundException(tablePath.toString)
+    load(listing, Some(version), replayHead)
+  }
 
   /** The snapshot at `version` (time travel). */
   def snapshotAt(version: Long): Snapshot = {
@@ -155,18 +215,24 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   /** The version `_last_checkpoint` names, if it is there and readable. */
   def lastCheckpointVersion(): Option[Long] = readLastCheckpointHint()
 
-  private def readLastCheckpointHint(): Option[Long] = {
+  private def readLastCheckpointHint(): Option[Long] =
+    readLastCheckpoint().flatMap(n => Option(n.get("version"))).map(_.asLong)
+
+  private def readLastCheckpoint(): Option[com.fasterxml.jackson.databind.JsonNode] = {
     val path = FileNames.lastCheckpoint(logPath)
     try {
       val lines = store.read(path)
-      Option(ActionCodec.mapper.readTree(lines.mkString)).flatMap(n => Option(n.get("version"))).map(_.asLong)
+      Option(ActionCodec.mapper.readTree(lines.mkString))
     } catch {
       case _: FileNotFoundException => None
       case NonFatal(_) => None // a damaged hint is only a hint: listing finds the checkpoints
     }
   }
 
-  private def load(listing: Listing, target: Option[Long]): Snapshot = {
+  private def load(listing: Listing, target: Option[Long]): Snapshot = load(listing, target, replay)
+
+  /** Loads `target` (else the latest) by `replay` from the newest checkpoint that reads, else older starting points. */
+  private def load[T](listing: Listing, target: Option[Long], replay: (Listing, Option[Long], Long) => T): T = {
     val latest = (listing.commits.keys ++ listing.checkpoints.keys).max
     val version = target.getOrElse(latest)
     if (version > latest || version < 0) throw InvalidTableOperationException("STRATA_TIME_TRAVEL_OUT_OF_RANGE",
@@ -203,6 +269,31 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
           None
       }
     }.collectFirst { case Some(s) => s }.getOrElse(throw firstFailure.get)
+  }
+
+  /** The head of `version` from checkpoint `cp` (if any): non-file columns and actions only ([[SnapshotHead]]). */
+  private def replayHead(listing: Listing, cp: Option[Long], version: Long): SnapshotHead = {
+    val cpStatus = cp.map(listing.checkpoints(_)).getOrElse(Nil)
+    val commits = (cp.map(_ + 1).getOrElse(0L) to version).map(v => v -> listing.commits(v))
+    val lastTs = commits.lastOption.map(_._2.getModificationTime).getOrElse(cpStatus.head.getModificationTime)
+    val segment = LogSegment(version, cp, cpStatus.map(_.getPath), commits.map(_._2.getPath), lastTs)
+    val head = new SnapshotHead.Replay(tablePath)
+    cpStatus.foreach { st =>
+      // A V2 checkpoint's top file holds every non-file action (its sidecars only adds and removes).
+      def actions = if (st.getPath.getName.endsWith(".json")) store.read(st.getPath).iterator.map(ActionCodec.parse)
+        else store.readCheckpoint(st.getPath, SnapshotHead.Columns)
+      try actions.foreach(head.apply) catch {
+        case e: StrataException => throw e
+        case NonFatal(e) => throw new CheckpointUnreadable(CorruptLogException("STRATA_CORRUPT_LOG",
+          s"Checkpoint file ${st.getPath} is unreadable: $e.", e))
+      }
+    }
+    commits.foreach { case (v, st) => readCommit(v, st.getPath).foreach(head.apply) }
+    // _last_checkpoint counts the checkpoint's files when it names this checkpoint (delta-spark's and Strata's do).
+    val cpFiles = cp.flatMap(v => readLastCheckpoint().filter(_.path("version").asLong(-1) == v))
+      .flatMap(n => Option(n.get("numOfAddFiles")).filter(_.canConvertToLong).map(_.asLong))
+    val bytes = cpStatus.map(_.getLen).sum + commits.map(_._2.getLen).sum
+    head.result(version, segment, cpFiles, bytes)
   }
 
   private final class CheckpointUnreadable(val error: CorruptLogException) extends Exception(error)

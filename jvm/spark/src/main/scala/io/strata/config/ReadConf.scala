@@ -1,6 +1,6 @@
 package io.strata.config
 
-import io.strata.log.InvalidTableOperationException
+import io.strata.log.{InvalidTableOperationException, StateSize}
 import org.apache.spark.sql.SparkSession
 
 /** Session settings of batch reads (the `spark.strata.*` namespace of the other session confs). */
@@ -11,6 +11,20 @@ object ReadConf {
    */
   val AggregatePushdownKey = "spark.strata.read.aggregatePushdown.enabled"
 
+  /**
+   * Path reads of a table with at least this many live files (as the log states it: `_last_checkpoint`'s
+   * `numOfAddFiles`, or the count of a snapshot this JVM holds) reconstruct and prune the file state with Spark jobs
+   * instead of on the driver. `0` sends every path read of the latest version there. Default 5,000,000.
+   */
+  val DistributedFilesKey = "spark.strata.state.distributedThreshold.files"
+  /**
+   * When the log does not state a file count (no checkpoint, or `_last_checkpoint` without `numOfAddFiles`), the
+   * bytes of the checkpoint and commits to replay decide instead, against this threshold. Default 1 GiB.
+   */
+  val DistributedBytesKey = "spark.strata.state.distributedThreshold.bytes"
+  private val DefaultDistributedFiles = 5000000L
+  private val DefaultDistributedBytes = 1L << 30
+
   def aggregatePushdown(spark: SparkSession): Boolean = spark.conf.getOption(AggregatePushdownKey) match {
     case None => true
     case Some(v) if v.trim.equalsIgnoreCase("true") => true
@@ -18,4 +32,17 @@ object ReadConf {
     case Some(v) => throw InvalidTableOperationException("STRATA_INVALID_CONF_VALUE",
       Map("setting" -> AggregatePushdownKey, "value" -> v, "allowed" -> "true or false"))
   }
+
+  /** Whether a table whose state is `size` is read through the distributed state (the one place that decides). */
+  def distributedState(spark: SparkSession, size: StateSize): Boolean = {
+    val files = nonNegative(spark, DistributedFilesKey, DefaultDistributedFiles)
+    val bytes = nonNegative(spark, DistributedBytesKey, DefaultDistributedBytes)
+    files == 0 || size.files.fold(size.logBytes >= bytes)(_ >= files)
+  }
+
+  private def nonNegative(spark: SparkSession, key: String, default: Long): Long =
+    spark.conf.getOption(key).fold(default) { v =>
+      v.trim.replace("_", "").toLongOption.filter(_ >= 0).getOrElse(throw InvalidTableOperationException(
+        "STRATA_INVALID_CONF_VALUE", Map("setting" -> key, "value" -> v, "allowed" -> "a whole number, 0 or more")))
+    }
 }

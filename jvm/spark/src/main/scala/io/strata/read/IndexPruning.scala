@@ -3,17 +3,19 @@ package io.strata.read
 import java.util.Locale
 
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, ExprId}
+import org.apache.spark.sql.execution.datasources.FileIndex
 import org.apache.spark.sql.types.StructType
 
 /**
- * How a [[LogFileIndex]] was pruned: the index it holds part of, and the filters that chose that part, normalized by
+ * How a [[LogFileIndex]] was pruned: the index it holds part of (a [[LogFileIndex]] or a [[DistributedFileIndex]]),
+ * and the filters that chose that part, normalized by
  * [[IndexPruning.normalized]] (so that the two sides of a self-join pruned by equal filters have equal indexes).
  * `mixed`: filters of a path read that mix partition and data columns (`p = 0 OR v = 'x'`). Spark's file source
  * strategy hands such a filter to no scan (it stays above the scan, applied to every row the scan returns), so a scan
  * cannot show it; the pruning rule prunes a relation only by the filters right above it, which no later optimizer
  * rule removes, so the index is read under them.
  */
-final case class IndexPruning(base: LogFileIndex, filters: Set[Expression], mixed: Set[Expression] = Set.empty) {
+final case class IndexPruning(base: FileIndex, filters: Set[Expression], mixed: Set[Expression] = Set.empty) {
   /** A scan under `current` filters (normalized) keeps only rows that every filter of the pruning keeps. */
   def coveredBy(current: Set[Expression]): Boolean = filters.subsetOf(current)
 }

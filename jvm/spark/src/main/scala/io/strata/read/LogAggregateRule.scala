@@ -33,9 +33,31 @@ final case class LogAggregateRule(spark: SparkSession) extends Rule[LogicalPlan]
       // Only over a whole snapshot's index: one pruned by filters ([[PruneLogFileIndex]]) lacks the files they left out.
       case Some(index: LogFileIndex) if index.pruning.isEmpty && !filters.exists(SubqueryExpression.hasSubquery) &&
         ReadConf.aggregatePushdown(spark) => answer(agg, projects, filters, rel, index)
+      // The distributed state answers count(*) of the whole table only, from one Spark aggregate of its totals.
+      case Some(index: DistributedFileIndex) if filters.isEmpty && ReadConf.aggregatePushdown(spark) =>
+        countRows(agg, index)
       case _ => None
     }
     case _ => None
+  }
+
+  /**
+   * `count(*)` (any number of them, no grouping) over a [[DistributedFileIndex]]: the live rows the job sums from
+   * each file's `numRecords` less its deletion vector's cardinality, when every file states them; None otherwise.
+   */
+  private def countRows(agg: Aggregate, index: DistributedFileIndex): Option[LogicalPlan] = {
+    val aggregates = agg.aggregateExpressions.flatMap(_.collect { case e: AggregateExpression => e })
+    val onlyCounts = agg.groupingExpressions.isEmpty && aggregates.nonEmpty && aggregates.forall {
+      case AggregateExpression(Count(Seq(l: Literal)), Complete, false, None, _) => l.value != null
+      case _ => false
+    }
+    if (!onlyCounts) None else index.stateTotals.rows.map { rows =>
+      val count = AttributeReference("count", org.apache.spark.sql.types.LongType, nullable = false)()
+      val results = agg.aggregateExpressions.map(_.transform { case _: AggregateExpression => count }
+        .asInstanceOf[NamedExpression])
+      Project(results, LogAggregateRelation(Seq(count), Seq(InternalRow(rows)),
+        s"count(*) from the statistics of ${index.stateTotals.files} files (distributed state)"))
+    }
   }
 
   private def answer(agg: Aggregate, projects: Seq[NamedExpression], filters: Seq[Expression], rel: LogicalRelation,

@@ -1,11 +1,11 @@
 package io.strata.read
 
 import io.strata.log.{DeletionVectorDescriptor, FileStatistics}
-import io.strata.table.StatsSkipping
+import io.strata.table.{PartitionPredicate, StatsSkipping}
 import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{And, AttributeReference, BoundReference, Expression, Predicate}
+import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.execution.datasources._
 import org.apache.spark.sql.types.StructType
 
@@ -81,14 +81,8 @@ final class LogFileIndex(
   /** The partitions whose log values `partitionFilters` keep (the others' files are never built). */
   def prunedPartitions(partitionFilters: Seq[Expression]): Seq[IndexedPartition] =
     if (partitionFilters.isEmpty || partitionSchema.isEmpty) partitions else {
-      val bound = partitionFilters.reduce(And).transform {
-        case a: AttributeReference =>
-          val i = partitionSchema.fields.indexWhere(_.name.equalsIgnoreCase(a.name))
-          BoundReference(i, partitionSchema(i).dataType, nullable = true)
-      }
-      val predicate = Predicate.createInterpreted(bound)
-      predicate.initialize(0)
-      partitions.filter(p => predicate.eval(p.values))
+      val predicate = PartitionPredicate(partitionSchema, partitionFilters)
+      partitions.filter(p => predicate.keeps(p.values))
     }
 
   /**
@@ -138,7 +132,7 @@ final class LogFileIndex(
       val kept = select(partitionFilters, dataFilters ++ mixedFilters)
       val nothingLeftOut = kept.size == partitions.size && kept.forall { case (p, fs, _) => fs.size == p.stats.length }
       if (nothingLeftOut) None else {
-        val base = pruning.fold(this)(_.base)
+        val base = pruning.fold[FileIndex](this)(_.base)
         val by = IndexPruning(base, pruning.fold(Set.empty[Expression])(_.filters) ++
           normalized(partitionFilters ++ dataFilters),
           pruning.fold(Set.empty[Expression])(_.mixed) ++ normalized(mixedFilters))

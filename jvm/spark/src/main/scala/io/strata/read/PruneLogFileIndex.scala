@@ -9,7 +9,8 @@ import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.strata.SparkInternals
 
 /**
- * Plans a path read (`format("strata").load(path)`, Spark's V1 file relation over a [[LogFileIndex]]) from the log
+ * Plans a path read (`format("strata").load(path)`, Spark's V1 file relation over a [[LogFileIndex]], or a
+ * [[DistributedFileIndex]] above the distributed-state threshold, which selects the files with a Spark job) from the log
  * before Spark plans the scan, as delta-spark's PrepareDeltaScan does: under the filters right above it, the relation's
  * index is replaced by one holding only the files those filters may match (partitions by their log values, files by
  * their statistics; the other partitions' files are never built). `inputFiles()`, EXPLAIN, the relation's size (join
@@ -26,9 +27,13 @@ object PruneLogFileIndex extends Rule[LogicalPlan] with PredicateHelper {
   override def apply(plan: LogicalPlan): LogicalPlan = plan.transformDownWithSubqueries {
     case scan @ ScanOperation(_, _, filters, relation: LogicalRelation) if filters.nonEmpty && prunable(relation) =>
       val fs = relation.relation.asInstanceOf[HadoopFsRelation]
-      val index = fs.location.asInstanceOf[LogFileIndex]
       val (partitionFilters, dataFilters, mixedFilters) = split(relation, fs, filters)
-      index.pruned(partitionFilters, dataFilters, mixedFilters).fold(scan) { pruned =>
+      val pruned = fs.location match {
+        case index: LogFileIndex => index.pruned(partitionFilters, dataFilters, mixedFilters)
+        // One job; only the selected files reach the driver.
+        case index: DistributedFileIndex => index.pruned(partitionFilters, dataFilters, mixedFilters)
+      }
+      pruned.fold(scan) { pruned =>
         val replaced = relation.copy(relation = fs.copy(location = pruned)(fs.sparkSession))
         scan.transformDown { case r if r eq relation => replaced }
       }
@@ -37,6 +42,7 @@ object PruneLogFileIndex extends Rule[LogicalPlan] with PredicateHelper {
   private def prunable(relation: LogicalRelation): Boolean = !relation.isStreaming && (relation.relation match {
     case fs: HadoopFsRelation => fs.location match {
       case index: LogFileIndex => index.pruning.isEmpty
+      case _: DistributedFileIndex => true
       case _ => false
     }
     case _ => false

@@ -1,12 +1,13 @@
 package io.strata.read
 
-import io.strata.config.ReadOptions
-import io.strata.log.{AddFile, InvalidTableOperationException, Metadata, ProtocolSupport, Snapshot, TableLog,
-  VacuumedFiles}
+import io.strata.config.{ReadConf, ReadOptions}
+import io.strata.log.{AddFile, InvalidTableOperationException, Metadata, ProtocolSupport, Snapshot, SnapshotHead,
+  TableLog, TableNotFoundException, VacuumedFiles}
+import io.strata.state.DistributedFileState
 import io.strata.table.{CatalystValues, PhysicalSchema, TableSchema}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.execution.datasources.{FileFormat, HadoopFsRelation}
+import org.apache.spark.sql.execution.datasources.{FileFormat, FileIndex, HadoopFsRelation}
 import org.apache.spark.sql.sources.BaseRelation
 import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.types.StructType
@@ -22,6 +23,35 @@ object SnapshotReader {
     }
     ProtocolSupport.checkReadable(snapshot.protocol, log.tablePath.toString)
     snapshot
+  }
+
+  /**
+   * The relation of a path read (`format("strata").load(path)`): over the snapshot the options ask for, built on the
+   * driver; or, for the latest version of a table whose state reaches the distributed-state threshold
+   * ([[ReadConf.distributedState]], decided from the log's listing and `_last_checkpoint` before anything is
+   * replayed), over a [[DistributedFileIndex]] (no file state on the driver).
+   */
+  def pathRelation(spark: SparkSession, log: TableLog, options: ReadOptions): BaseRelation =
+    if (options.versionAsOf.isDefined || options.timestampAsOf.isDefined)
+      relation(spark, snapshotFor(spark, log, options), timeTravel = true)
+    else latest(spark, log) match {
+      case Right(snapshot) => relation(spark, snapshot)
+      case Left(head) =>
+        val table = TableSchema.of(head.metadata)
+        val state = new DistributedFileState(spark, head, log.conf, SparkInternals.sessionZone(spark))
+        parquetRelation(spark, new DistributedFileIndex(spark, state, table.schema, table.partitionSchema),
+          table.partitionSchema, table.schema, Map.empty)
+    }
+
+  /**
+   * The latest version as a path read takes it, after one listing: its snapshot, or its head when its state reaches
+   * the distributed-state threshold ([[ReadConf.distributedState]]). Its protocol is checked readable.
+   */
+  def latest(spark: SparkSession, log: TableLog): Either[SnapshotHead, Snapshot] = {
+    val found = log.latest(ReadConf.distributedState(spark, _))
+      .getOrElse(throw TableNotFoundException(log.tablePath.toString))
+    ProtocolSupport.checkReadable(found.fold(_.protocol, _.protocol), log.tablePath.toString)
+    found
   }
 
   /** A relation over the snapshot's files (or the given subset of them). */
@@ -73,7 +103,7 @@ object SnapshotReader {
    */
   def filesIndex(spark: SparkSession, tablePath: org.apache.hadoop.fs.Path, metadata: Metadata, version: Long,
                  files: Seq[AddFile], deletionVectors: Boolean, timeTravel: Boolean = false,
-                 withFileColumn: Boolean = false): LogFileIndex = {
+                 withFileColumn: Boolean = false, pruning: Option[IndexPruning] = None): LogFileIndex = {
     val table = TableSchema.of(metadata)
     val partSchema = table.partitionSchema
     val zone = SparkInternals.sessionZone(spark)
@@ -85,7 +115,7 @@ object SnapshotReader {
     // One partition per distinct row of values (with the file column: one per file).
     val partitions = all.groupBy(_.partitionValues).toSeq.map { case (values, fs) => new IndexedPartition(values, fs) }
     index(spark, tablePath, table, version, partitions, deletionVectors, timeTravel, withFileColumn,
-      files.iterator.map(_.size).sum)
+      files.iterator.map(_.size).sum, pruning)
   }
 
   private def indexed(tablePath: org.apache.hadoop.fs.Path, f: AddFile, values: InternalRow): IndexedFile =
@@ -94,20 +124,24 @@ object SnapshotReader {
 
   private def index(spark: SparkSession, tablePath: org.apache.hadoop.fs.Path, table: TableSchema, version: Long,
                     partitions: Seq[IndexedPartition], deletionVectors: Boolean, timeTravel: Boolean,
-                    withFileColumn: Boolean, totalBytes: Long): LogFileIndex = {
+                    withFileColumn: Boolean, totalBytes: Long,
+                    pruning: Option[IndexPruning] = None): LogFileIndex = {
     val indexSchema = if (withFileColumn) table.partitionSchema.add(FileColumn.field) else table.partitionSchema
     new LogFileIndex(spark, tablePath, partitions, table.schema, indexSchema, Map.empty, version, timeTravel,
-      deletionVectors, totalBytes)
+      deletionVectors, totalBytes, pruning)
   }
 
   /**
    * A relation that reads the given files with Spark's vectorized Parquet reader (partition pruning included). Its
    * schema is the user's: without column mapping metadata (the format keeps the mapping).
    */
-  private def parquetRelation(spark: SparkSession, index: LogFileIndex, partitionSchema: StructType,
+  private def parquetRelation(spark: SparkSession, index: FileIndex, partitionSchema: StructType,
                               dataSchema: StructType, options: Map[String, String]): BaseRelation =
     HadoopFsRelation(index, PhysicalSchema.strip(partitionSchema), PhysicalSchema.strip(dataSchema), None,
-      format(index.readTablePath, index.hasDeletionVectors, index.tableSchema), options)(spark)
+      index match {
+        case l: LogFileIndex => format(l.readTablePath, l.hasDeletionVectors, l.tableSchema)
+        case d: DistributedFileIndex => format(d.readTablePath, d.hasDeletionVectors, d.tableSchema)
+      }, options)(spark)
 
   /** The Parquet format reading a table's files: deletion vectors dropped, mapped columns read physically. */
   private def format(tablePath: org.apache.hadoop.fs.Path, deletionVectors: Boolean, tableSchema: StructType)
