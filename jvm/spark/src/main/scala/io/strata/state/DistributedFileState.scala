@@ -161,12 +161,14 @@ object DistributedFileState {
    */
   private final case class FileSelector(partitions: PartitionPredicate, dataSchema: StructType,
                                         dataFilters: Seq[Expression], partitionSchema: StructType, zone: ZoneId) {
-    @transient private lazy val skipping = StatsSkipping(dataSchema, dataFilters)
+    @transient private lazy val skipping = StatsSkipping(dataSchema, dataFilters, partitionSchema)
     private val everything = partitions.filters.isEmpty && dataFilters.isEmpty
 
-    def keeps(f: AddFile): Boolean = everything ||
-      (partitions.keeps(CatalystValues.partitionRow(partitionSchema, f.partitionValues, zone)) &&
-        skipping.mayMatch(f.stats))
+    def keeps(f: AddFile): Boolean = everything || {
+      val values = CatalystValues.partitionRow(partitionSchema, f.partitionValues, zone)
+      // Partition values also bound the filters that mix partition and data columns, as on the driver.
+      partitions.keeps(values) && skipping.mayMatch(f.stats, values)
+    }
   }
 
   /** A version's live files, bytes, and rows when every file's statistics count them. */

@@ -156,6 +156,10 @@ final class StatsSkipping private (dataSchema: StructType, dataFilters: Seq[Expr
   def mayMatch(stats: Option[String]): Boolean =
     referenced.isEmpty || stats.isEmpty || mayMatch(parser.parse(stats.get), 0, null)
 
+  /** As [[mayMatch]] on a file's statistics JSON and its typed partition values (exact bounds of their columns). */
+  def mayMatch(stats: Option[String], partitionValues: InternalRow): Boolean =
+    referenced.isEmpty || mayMatch(parser.parse(stats.getOrElse("{}")), 0, partitionValues)
+
   /** True only when the file's statistics prove that every row of it matches the filters. */
   def mustMatchAll(stats: Option[String]): Boolean = dataFilters.isEmpty || (stats match {
     case None => false

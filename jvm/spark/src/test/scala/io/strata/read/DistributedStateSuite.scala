@@ -12,7 +12,8 @@ import org.scalatest.funsuite.AnyFunSuite
  * The distributed state ([[DistributedFileIndex]], Spark jobs over checkpoint parts and commits) and the driver's
  * state select the same files (paths, deletion vectors, sizes, partition values, statistics) and read the same rows,
  * on a corpus of logs: single- and multi-part checkpoints, commits after them, removes then re-adds of one path,
- * deletion vectors updated in place, a JSON-only log, delta-spark's golden tables, a non-UTC session over date and
+ * deletion vectors updated in place, a JSON-only log, delta-spark's golden tables (column-mapped ones too), a non-UTC
+ * session over date and
  * timestamp partitions. Each read runs twice: with the threshold forced to 0 (distributed) and at its default (driver).
  */
 class DistributedStateSuite extends AnyFunSuite with SparkTestSession {
@@ -108,7 +109,8 @@ class DistributedStateSuite extends AnyFunSuite with SparkTestSession {
     (path, Seq(x.path, y.path))
   }
 
-  private val strataFilters = Seq("p = 'p1'", "id < 5", "p = 'p0' AND id >= 30", "v = 'v3'", "id = 900")
+  private val strataFilters =
+    Seq("p = 'p1'", "id < 5", "p = 'p0' AND id >= 30", "v = 'v3'", "id = 900", "p = 'p0' OR id >= 30")
 
   test("a single-part checkpoint, a file removed before it and re-added after it, commits after it") {
     val (path, readded) = strataTable(Some(None))
@@ -146,10 +148,19 @@ class DistributedStateSuite extends AnyFunSuite with SparkTestSession {
   }
 
   test("delta-spark's golden tables: vectors with a checkpoint, vector key cases, multi-part checkpoint, deletes") {
-    sameBothWays(golden("dv-partitioned-with-checkpoint"), "part = 3", "col1 < 10", "part = 0 AND col1 > 20")
+    sameBothWays(golden("dv-partitioned-with-checkpoint"), "part = 3", "col1 < 10", "part = 0 AND col1 > 20",
+      "part = 3 OR col1 < 2")
     sameBothWays(golden("log-replay-dv-key-cases"), "id < 10", "id > 40")
     sameBothWays(golden("multi-part-checkpoint"), "id < 5", "id > 20")
     sameBothWays(golden("basic-with-inserts-deletes-checkpoint"), "id < 10", "id > 100")
+  }
+
+  test("column mapping: partition values and statistics keyed by physical names, pruned alike both ways") {
+    // Deletion vectors, a checkpoint and partition directories named by physical name (mode name).
+    sameBothWays(golden("dv-with-columnmapping"), "part = 3", "col1 < 10", "part = 0 AND col1 > 20",
+      "part = 3 OR col1 < 2")
+    sameBothWays(golden("data-skipping-basic-stats-all-types-columnmapping-name"), "as_int < 0", "as_long > 1000")
+    sameBothWays(golden("data-skipping-basic-stats-all-types-columnmapping-id"), "as_int < 0", "as_long > 1000")
   }
 
   test("a non-UTC session: date and timestamp partitions pruned alike both ways") {
