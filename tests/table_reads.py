@@ -65,3 +65,13 @@ def session_time_zone(spark: SparkSession, zone: str) -> Iterator[str]:
         yield zone
     finally:
         spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+
+def log_versions(path: Path) -> list[int]:
+    """Every version of the table's log, from 0 to the latest."""
+    return list(range(log_version(path) + 1))
+
+
+def strata_history(spark: SparkSession, path: Path) -> list[list[str]]:
+    """Strata's rows (as JSON) of every version of the table, oldest first."""
+    return [strata_json(spark, path, v) for v in log_versions(path)]

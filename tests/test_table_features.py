@@ -9,10 +9,8 @@ read the result identically; and the reverse where Strata can create the feature
   them on for an existing table; history and time travel by timestamp in a Los Angeles session against delta-spark.
 - variantType: delta-spark's and Strata's VARIANT columns (top level and in arrays), no statistics on them;
   shredding refused by name.
-- v2Checkpoint: delta-spark's UUID-named checkpoints (Parquet and JSON top level, read with the commits gone) and
-  Strata's (`delta.checkpointPolicy = 'v2'`) read by delta-spark alone.
-- checkpointProtection (delta-spark's DROP FEATURE) and cleanup_log; vacuumProtocolCheck and VACUUM; typeWidening
-  reads of files written before ALTER COLUMN ... TYPE.
+
+V2 checkpoints, checkpointProtection, vacuumProtocolCheck and typeWidening: tests/test_checkpoint_features.py.
 """
 from __future__ import annotations
 
@@ -25,15 +23,8 @@ from pyspark.sql import SparkSession
 
 import strata
 from delta_spark_peer import Peer
-from table_reads import commit_actions, delta_rs_tuples, log_version, strata_json, strata_tuples
-
-
-def versions(path: Path) -> list[int]:
-    return list(range(log_version(path) + 1))
-
-
-def strata_history(spark: SparkSession, path: Path) -> list[list[str]]:
-    return [strata_json(spark, path, v) for v in versions(path)]
+from table_reads import (commit_actions, delta_rs_tuples, log_version, log_versions, strata_history, strata_json,
+                         strata_tuples)
 
 
 def snapshot_domains(spark: SparkSession, path: Path) -> dict[str, str]:
@@ -53,7 +44,7 @@ def snapshot_domains(spark: SparkSession, path: Path) -> dict[str, str]:
 def log_domains(path: Path) -> dict[str, str]:
     """The domains the JSON commits leave, replayed by hand (PROTOCOL.md: latest wins, removed ones hidden)."""
     latest: dict[str, dict[str, Any]] = {}
-    for v in versions(path):
+    for v in log_versions(path):
         for a in commit_actions(path, v):
             if "domainMetadata" in a:
                 latest[a["domainMetadata"]["domain"]] = a["domainMetadata"]
@@ -75,7 +66,7 @@ def test_domain_metadata_clustered_table_from_delta_spark(spark: SparkSession, p
     protocol = next(a["protocol"] for a in commit_actions(path, 0) if "protocol" in a)
     assert {"domainMetadata", "clustering"} <= set(protocol["writerFeatures"])
     assert any(p.name.endswith(".checkpoint.parquet") for p in (path / "_delta_log").iterdir())
-    assert strata_history(spark, path) == peer.read(path, versions(path))
+    assert strata_history(spark, path) == peer.read(path, log_versions(path))
     domains = snapshot_domains(spark, path)
     assert domains == log_domains(path) and json.loads(domains["delta.clustering"])["clusteringColumns"] == [["s"]]
     # A writer feature Strata does not support blocks writes, never reads, and is named.
@@ -95,7 +86,7 @@ def test_domain_metadata_table_written_by_both(spark: SparkSession, peer: Peer, 
     ])
     strata.write(spark.createDataFrame([(3, "c"), (4, "d")], "id long, s string"), path, mode="append")
     spark.sql(f"DELETE FROM strata.`{path}` WHERE id = 1")
-    assert strata_history(spark, path) == peer.read(path, versions(path))
+    assert strata_history(spark, path) == peer.read(path, log_versions(path))
     assert strata_tuples(spark, path) == delta_rs_tuples(path, ["id", "s"]) == [(2, "b"), (3, "c"), (4, "d")]
     # The reverse: Strata creates the feature, delta-spark continues.
     other = tmp_path / "strata_domains"
@@ -105,7 +96,7 @@ def test_domain_metadata_table_written_by_both(spark: SparkSession, peer: Peer, 
     assert "domainMetadata" in protocol["writerFeatures"]
     peer.call("sql", statements=[f"INSERT INTO delta.`{other}` VALUES (7)"])
     spark.sql(f"INSERT INTO strata.`{other}` VALUES (8)")
-    assert strata_history(spark, other) == peer.read(other, versions(other))
+    assert strata_history(spark, other) == peer.read(other, log_versions(other))
 
 
 LA = "America/Los_Angeles"
@@ -114,7 +105,7 @@ LA = "America/Los_Angeles"
 def in_commit_timestamps(path: Path) -> dict[int, int]:
     """commitInfo.inCommitTimestamp of each version that has one; asserts commitInfo is the first action there."""
     stamps: dict[int, int] = {}
-    for v in versions(path):
+    for v in log_versions(path):
         actions = commit_actions(path, v)
         info: dict[str, Any] = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
         if "inCommitTimestamp" in info:
@@ -177,16 +168,16 @@ def test_in_commit_timestamps_from_delta_spark_then_strata(spark: SparkSession, 
         f"INSERT INTO {d} VALUES (1, 'a')",
         f"INSERT INTO {d} VALUES (2, 'b')",
     ])
-    assert strata_history(spark, path) == peer.read(path, versions(path))
+    assert strata_history(spark, path) == peer.read(path, log_versions(path))
     before = in_commit_timestamps(path)
     strata.write(spark.createDataFrame([(3, "c")], "id long, s string"), path, mode="append")
     spark.sql(f"UPDATE strata.`{path}` SET s = 'B' WHERE id = 2")
     peer.call("sql", statements=[f"INSERT INTO {d} VALUES (4, 'd')"])
     stamps = in_commit_timestamps(path)
-    assert set(stamps) == set(versions(path)), "every commit, Strata's too, carries an in-commit timestamp"
+    assert set(stamps) == set(log_versions(path)), "every commit, Strata's too, carries an in-commit timestamp"
     assert [stamps[v] for v in sorted(stamps)] == sorted(stamps.values()) and len(set(stamps.values())) == len(stamps)
     assert all(stamps[v] == before[v] for v in before)
-    assert strata_history(spark, path) == peer.read(path, versions(path))
+    assert strata_history(spark, path) == peer.read(path, log_versions(path))
     assert strata_tuples(spark, path) == delta_rs_tuples(path, ["id", "s"])
     assert_timestamp_time_travel_agrees(spark, peer, path)
 
@@ -204,13 +195,13 @@ def test_in_commit_timestamps_enabled_by_strata_on_an_existing_table(spark: Spar
     spark.sql(f"INSERT INTO {t} VALUES (4)")
     stamps = in_commit_timestamps(path)
     assert sorted(stamps) == list(range(enabled_at, log_version(path) + 1))
-    metadata = [a["metaData"] for v in versions(path) for a in commit_actions(path, v) if "metaData" in a][-1]
+    metadata = [a["metaData"] for v in log_versions(path) for a in commit_actions(path, v) if "metaData" in a][-1]
     conf = metadata["configuration"]
     assert conf["delta.inCommitTimestampEnablementVersion"] == str(enabled_at)
     assert conf["delta.inCommitTimestampEnablementTimestamp"] == str(stamps[enabled_at])
-    protocol = [a["protocol"] for v in versions(path) for a in commit_actions(path, v) if "protocol" in a][-1]
+    protocol = [a["protocol"] for v in log_versions(path) for a in commit_actions(path, v) if "protocol" in a][-1]
     assert "inCommitTimestamp" in protocol["writerFeatures"]
-    assert strata_history(spark, path) == peer.read(path, versions(path))
+    assert strata_history(spark, path) == peer.read(path, log_versions(path))
     assert_timestamp_time_travel_agrees(spark, peer, path)
 
 
@@ -219,7 +210,7 @@ VARIANT_ROWS = ("(1, parse_json('{\"a\": 1, \"b\": [1, 2, {\"c\": \"x\"}]}')), (
 
 
 def add_stats(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(a["add"]["stats"]) for v in versions(path) for a in commit_actions(path, v)
+    return [json.loads(a["add"]["stats"]) for v in log_versions(path) for a in commit_actions(path, v)
             if "add" in a and a["add"].get("stats")]
 
 
@@ -233,11 +224,11 @@ def test_variant_from_delta_spark_then_strata(spark: SparkSession, peer: Peer, t
     ])
     protocol = next(a["protocol"] for a in commit_actions(path, 0) if "protocol" in a)
     assert "variantType" in protocol["readerFeatures"] and "variantType" in protocol["writerFeatures"]
-    assert strata_history(spark, path) == peer.read(path, versions(path))
+    assert strata_history(spark, path) == peer.read(path, log_versions(path))
     # Strata writes variant values (unshredded): delta-spark reads them back equal.
     spark.sql(f"INSERT INTO strata.`{path}` VALUES (5, parse_json('{{\"k\": [\"v\", 2]}}')), (6, NULL)")
     spark.sql(f"DELETE FROM strata.`{path}` WHERE id = 1")
-    assert strata_history(spark, path) == peer.read(path, versions(path))
+    assert strata_history(spark, path) == peer.read(path, log_versions(path))
     got = [json.loads(r) for r in strata_json(spark, path, columns=["id"])]
     assert [r["id"] for r in got] == [2, 3, 4, 5, 6]
     # Variant path queries agree too (what users run on them).
@@ -259,16 +250,16 @@ def test_variant_table_created_by_strata(spark: SparkSession, peer: Peer, tmp_pa
     spark.sql(f"INSERT INTO {t} SELECT id, v, array(v, NULL) FROM VALUES {VARIANT_ROWS} AS s(id, v)")
     peer.call("sql", statements=[f"INSERT INTO delta.`{path}` VALUES (9, parse_json('9'), array(parse_json('[]')))"])
     spark.sql(f"UPDATE {t} SET v = parse_json('null') WHERE id = 4")
-    assert strata_history(spark, path) == peer.read(path, versions(path))
+    assert strata_history(spark, path) == peer.read(path, log_versions(path))
     assert len(strata_json(spark, path)) == 5
     # Adding a VARIANT column to a plain table turns the feature on (as a TIMESTAMP_NTZ column does).
     plain = tmp_path / "plain"
     spark.sql(f"CREATE TABLE strata.`{plain}` (id BIGINT) USING strata")
     spark.sql(f"ALTER TABLE strata.`{plain}` ADD COLUMN payload VARIANT")
     spark.sql(f"INSERT INTO strata.`{plain}` VALUES (1, parse_json('{{\"x\": 1}}'))")
-    protocol = [a["protocol"] for v in versions(plain) for a in commit_actions(plain, v) if "protocol" in a][-1]
+    protocol = [a["protocol"] for v in log_versions(plain) for a in commit_actions(plain, v) if "protocol" in a][-1]
     assert "variantType" in protocol["readerFeatures"]
-    assert strata_history(spark, plain) == peer.read(plain, versions(plain))
+    assert strata_history(spark, plain) == peer.read(plain, log_versions(plain))
 
 
 def test_shredded_variant_tables_are_refused_by_feature_name(spark: SparkSession, tmp_path: Path) -> None:
@@ -286,135 +277,3 @@ def test_shredded_variant_tables_are_refused_by_feature_name(spark: SparkSession
     (path / "_delta_log" / f"{0:020d}.json").write_text("\n".join(json.dumps(a) for a in actions) + "\n")
     with pytest.raises(Exception, match=r"reader feature\(s\) variantShredding-preview, which Strata does not"):
         spark.read.format("strata").load(str(path)).collect()
-
-
-@pytest.mark.parametrize("top_level", ["parquet", "json"])
-def test_v2_checkpoints_from_delta_spark(spark: SparkSession, peer: Peer, tmp_path: Path, top_level: str) -> None:
-    path = tmp_path / f"v2_{top_level}"
-    d = f"delta.`{path}`"
-    peer.call("sql", statements=[
-        f"SET spark.databricks.delta.checkpointV2.topLevelFileFormat = {top_level}",
-        f"CREATE TABLE {d} (id BIGINT, p STRING) USING delta PARTITIONED BY (p) "
-        "TBLPROPERTIES ('delta.checkpointPolicy' = 'v2', 'delta.checkpointInterval' = '2')",
-        f"INSERT INTO {d} VALUES (1, 'a'), (2, 'b')",
-        f"INSERT INTO {d} VALUES (3, 'a')",
-        f"DELETE FROM {d} WHERE id = 1",
-        f"INSERT INTO {d} VALUES (4, 'c')",
-        "SET spark.databricks.delta.checkpointV2.topLevelFileFormat = parquet",
-    ])
-    log = path / "_delta_log"
-    uuid_named = [f.name for f in log.iterdir() if ".checkpoint." in f.name and f.name.count(".") == 3]
-    assert any(n.endswith(f".{top_level}") for n in uuid_named), sorted(f.name for f in log.iterdir())
-    assert strata_history(spark, path) == peer.read(path, versions(path))
-    # Read from the checkpoint alone: the commits it covers moved away (a fresh JVM view of the table).
-    latest_rows = peer.read(path)[0]
-    newest = max(int(n.split(".")[0]) for n in uuid_named)
-    hidden = tmp_path / f"hidden_{top_level}"
-    hidden.mkdir()
-    for v in range(newest + 1):
-        (log / f"{v:020d}.json").rename(hidden / f"{v:020d}.json")
-    (log / "_last_checkpoint").unlink(missing_ok=True)
-    copy = tmp_path / f"v2_copy_{top_level}"
-    import shutil
-    shutil.copytree(path, copy)
-    assert strata_json(spark, copy) == latest_rows
-    for f in hidden.iterdir():
-        f.rename(log / f.name)
-    # Strata writes on it (classic single-file checkpoints are allowed there); delta-spark and delta-rs agree.
-    spark.sql(f"INSERT INTO strata.`{path}` VALUES (5, 'a'), (6, 'd')")
-    spark.sql(f"DELETE FROM strata.`{path}` WHERE id = 3")
-    assert strata_history(spark, path) == peer.read(path, versions(path))
-    assert strata_tuples(spark, path, ["id", "p"]) == delta_rs_tuples(path, ["id", "p"])
-
-
-def test_checkpoint_protection_and_vacuum_protocol_check(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
-    # delta-spark's DROP FEATURE protects the history before the drop (checkpointProtection).
-    path = tmp_path / "protected"
-    d = f"delta.`{path}`"
-    peer.call("sql", statements=[
-        f"CREATE TABLE {d} (id BIGINT) USING delta TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",
-        f"INSERT INTO {d} VALUES (1), (2), (3)",
-        f"DELETE FROM {d} WHERE id = 2",
-        f"ALTER TABLE {d} DROP FEATURE deletionVectors",
-    ])
-    protocols = [a["protocol"] for v in versions(path) for a in commit_actions(path, v) if "protocol" in a]
-    if "checkpointProtection" not in protocols[-1].get("writerFeatures", []):
-        pytest.fail(f"delta-spark's DROP FEATURE did not add checkpointProtection: {protocols[-1]}")
-    boundary = int([a["metaData"] for v in versions(path) for a in commit_actions(path, v) if "metaData" in a][-1]
-                   ["configuration"]["delta.requireCheckpointProtectionBeforeVersion"])
-    assert strata_history(spark, path) == peer.read(path, versions(path))
-    spark.sql(f"INSERT INTO strata.`{path}` VALUES (4)")
-    before = sorted(f.name for f in (path / "_delta_log").iterdir())
-    spark.conf.set("spark.strata.logCleanup.retentionCheck.enabled", "false")
-    try:
-        result = strata.Table.for_path(spark, path).cleanup_log(retention_hours=0)
-    finally:
-        spark.conf.unset("spark.strata.logCleanup.retentionCheck.enabled")
-    after = sorted(f.name for f in (path / "_delta_log").iterdir())
-    # All of the history below the boundary goes in one cleanup, or none of it.
-    assert result.oldest_version >= boundary or before == after, (result, boundary)
-    assert strata_json(spark, path) == peer.read(path)[0]
-
-    # vacuumProtocolCheck: VACUUM checks the writer protocol; a writer feature Strata lacks refuses it, reads go on.
-    other = tmp_path / "vacuum_check"
-    peer.call("sql", statements=[
-        f"CREATE TABLE delta.`{other}` (id BIGINT, s STRING DEFAULT 'x') USING delta TBLPROPERTIES "
-        "('delta.feature.vacuumProtocolCheck' = 'supported', 'delta.feature.allowColumnDefaults' = 'supported')",
-        f"INSERT INTO delta.`{other}` (id) VALUES (1)",
-    ])
-    assert strata_json(spark, other) == peer.read(other)[0]
-    with pytest.raises(strata.ProtocolError, match="allowColumnDefaults"):
-        strata.Table.for_path(spark, other).vacuum(retention_hours=168)
-
-
-def test_type_widening_reads_files_from_before_the_widening(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
-    path = tmp_path / "widened"
-    d = f"delta.`{path}`"
-    peer.call("sql", statements=[
-        f"CREATE TABLE {d} (i INT, s SMALLINT, f FLOAT, m DECIMAL(5, 2), dt DATE) USING delta "
-        "TBLPROPERTIES ('delta.enableTypeWidening' = 'true')",
-        f"INSERT INTO {d} VALUES (1, 2, 1.5, 123.45, DATE'2024-02-29'), (NULL, NULL, NULL, NULL, NULL)",
-        f"ALTER TABLE {d} ALTER COLUMN i TYPE BIGINT",
-        f"ALTER TABLE {d} ALTER COLUMN s TYPE INT",
-        f"ALTER TABLE {d} ALTER COLUMN f TYPE DOUBLE",
-        f"ALTER TABLE {d} ALTER COLUMN m TYPE DECIMAL(10, 4)",
-        f"INSERT INTO {d} VALUES (9000000000, 70000, 1e300, 123456.7891, DATE'2024-03-01')",
-    ])
-    protocol = [a["protocol"] for v in versions(path) for a in commit_actions(path, v) if "protocol" in a][-1]
-    assert "typeWidening" in protocol["readerFeatures"]
-    assert strata_history(spark, path) == peer.read(path, versions(path))
-    # Filters over the widened columns skip files by their old statistics without losing rows.
-    for where in ["i = 1", "i > 5000000000", "m = 123.45", "f > 1e200", "s < 3"]:
-        q = f"SELECT * FROM {{t}} WHERE {where}"
-        assert (sorted(spark.sql(q.format(t=f"strata.`{path}`")).toJSON().collect())
-                == peer.call("query", sql=q.format(t=d))["rows"]), where
-    # A reader-writer feature Strata does not write: writes are refused naming it, reads are not.
-    with pytest.raises(strata.ProtocolError, match="typeWidening"):
-        strata.write(spark.sql("SELECT 1L AS i, 1 AS s, 1.0D AS f, CAST(1 AS DECIMAL(10, 4)) AS m, "
-                               "CAST(NULL AS DATE) AS dt"), path, mode="append")
-
-
-def test_v2_checkpoints_written_by_strata(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
-    import shutil
-    path = tmp_path / "strata_v2"
-    t = f"strata.`{path}`"
-    spark.sql(f"CREATE TABLE {t} (id BIGINT, p STRING) USING strata PARTITIONED BY (p) "
-              "TBLPROPERTIES ('delta.checkpointPolicy' = 'v2', 'delta.checkpointInterval' = '2')")
-    spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")
-    spark.sql(f"INSERT INTO {t} VALUES (3, 'a')")
-    spark.sql(f"DELETE FROM {t} WHERE id = 1")
-    log = path / "_delta_log"
-    uuid_named = [f.name for f in log.iterdir() if ".checkpoint." in f.name and f.name.count(".") == 3]
-    assert uuid_named and not any(f.name.endswith(".checkpoint.parquet") for f in log.iterdir())
-    protocol = next(a["protocol"] for a in commit_actions(path, 0) if "protocol" in a)
-    assert "v2Checkpoint" in protocol["readerFeatures"] and "v2Checkpoint" in protocol["writerFeatures"]
-    # delta-spark reads Strata's V2 checkpoint alone (the commits it covers gone from a copy of the table).
-    copy = tmp_path / "strata_v2_copy"
-    shutil.copytree(path, copy)
-    newest = max(int(n.split(".")[0]) for n in uuid_named)
-    for v in range(newest + 1):
-        (copy / "_delta_log" / f"{v:020d}.json").unlink()
-    assert peer.read(copy)[0] == strata_json(spark, path)
-    peer.call("sql", statements=[f"INSERT INTO delta.`{path}` VALUES (4, 'c')"])
-    assert strata_history(spark, path) == peer.read(path, versions(path))
-    assert strata_tuples(spark, path, ["id", "p"]) == delta_rs_tuples(path, ["id", "p"])
