@@ -68,7 +68,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
 
   private def snapshotFrom(listing: Listing): Option[Snapshot] = {
     val key = tablePath.toString
-    if (listing.commits.isEmpty && listing.checkpoints.isEmpty) { SnapshotCache.invalidate(key); return None }
+    if (listing.isEmpty) { SnapshotCache.invalidate(key); return None }
     val latest = (listing.commits.keys ++ listing.checkpoints.keys).max
     val snapshot = SnapshotCache.get(key).filter(SnapshotCache.isCurrent(_, listing.commits, listing.checkpoints.keys))
       match {
@@ -97,10 +97,9 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   def headOption(): Option[SnapshotHead] = headFrom(listLog())
 
   private def headFrom(listing: Listing): Option[SnapshotHead] = {
-    if (listing.commits.isEmpty && listing.checkpoints.isEmpty) return None
-    val cached = SnapshotCache.get(tablePath.toString).filter(e => e.snapshot.version == listing.latest &&
-      listing.v2Checkpoints.isEmpty && SnapshotCache.isCurrent(e, listing.commits, listing.checkpoints.keys))
-    Some(cached.map(e => SnapshotHead.of(e.snapshot)).getOrElse(load(listing, None, replayHead)))
+    if (listing.isEmpty) return None
+    val cached = currentSnapshot(listing).filter(_ => listing.v2Checkpoints.isEmpty)
+    Some(cached.map(SnapshotHead.of).getOrElse(load(listing, None, replayHead)))
   }
 
   /**
@@ -112,30 +111,36 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   def stateSize(): Option[StateSize] = sizeFrom(listLog())
 
   private def sizeFrom(listing: Listing): Option[StateSize] = {
-    if (listing.commits.isEmpty && listing.checkpoints.isEmpty) return None
-    val cached = SnapshotCache.get(tablePath.toString).filter(e => e.snapshot.version == listing.latest &&
-      SnapshotCache.isCurrent(e, listing.commits, listing.checkpoints.keys))
-    cached.map(e => StateSize(Some(e.snapshot.numFiles.toLong), 0L)).orElse {
+    if (listing.isEmpty) return None
+    currentSnapshot(listing).map(s => StateSize(Some(s.numFiles.toLong), 0L)).orElse {
       val cp = listing.checkpoints.keys.maxOption
       val commits = listing.commits.filter { case (v, _) => cp.forall(v > _) }
       val bytes = cp.fold(0L)(listing.checkpoints(_).map(_.getLen).sum) + commits.values.map(_.getLen).sum
-      val files = cp.flatMap(v => readLastCheckpoint().filter(_.path("version").asLong(-1) == v))
-        .flatMap(n => Option(n.get("numOfAddFiles")).filter(_.canConvertToLong).map(_.asLong))
-      Some(StateSize(files, bytes))
+      Some(StateSize(checkpointFileCount(cp), bytes))
     }
   }
+
+  /** The snapshot this JVM holds of the listing's latest version, when nothing in the log has changed under it. */
+  private def currentSnapshot(listing: Listing): Option[Snapshot] =
+    SnapshotCache.get(tablePath.toString).filter(e => e.snapshot.version == listing.latest &&
+      SnapshotCache.isCurrent(e, listing.commits, listing.checkpoints.keys)).map(_.snapshot)
+
+  /** `_last_checkpoint`'s `numOfAddFiles` when it names checkpoint `cp` (delta-spark's and Strata's do). */
+  private def checkpointFileCount(cp: Option[Long]): Option[Long] =
+    cp.flatMap(v => readLastCheckpoint().filter(_.path("version").asLong(-1) == v))
+      .flatMap(n => Option(n.get("numOfAddFiles")).filter(_.canConvertToLong).map(_.asLong))
 
   /** The version `version` without its file state (time travel; [[headOption]]). */
   def headAt(version: Long): SnapshotHead = {
     val listing = listLog()
-    if (listing.commits.isEmpty && listing.checkpoints.isEmpty) throw TableNotFoundException(tablePath.toString)
+    if (listing.isEmpty) throw TableNotFoundException(tablePath.toString)
     load(listing, Some(version), replayHead)
   }
 
   /** The snapshot at `version` (time travel). */
   def snapshotAt(version: Long): Snapshot = {
     val listing = listLog()
-    if (listing.commits.isEmpty && listing.checkpoints.isEmpty) throw TableNotFoundException(tablePath.toString)
+    if (listing.isEmpty) throw TableNotFoundException(tablePath.toString)
     load(listing, Some(version))
   }
 
@@ -289,11 +294,8 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
       }
     }
     commits.foreach { case (v, st) => readCommit(v, st.getPath).foreach(head.apply) }
-    // _last_checkpoint counts the checkpoint's files when it names this checkpoint (delta-spark's and Strata's do).
-    val cpFiles = cp.flatMap(v => readLastCheckpoint().filter(_.path("version").asLong(-1) == v))
-      .flatMap(n => Option(n.get("numOfAddFiles")).filter(_.canConvertToLong).map(_.asLong))
     val bytes = cpStatus.map(_.getLen).sum + commits.map(_._2.getLen).sum
-    head.result(version, segment, cpFiles, bytes)
+    head.result(version, segment, checkpointFileCount(cp), bytes)
   }
 
   private final class CheckpointUnreadable(val error: CorruptLogException) extends Exception(error)
@@ -359,6 +361,7 @@ object TableLog {
   /** What `_delta_log` holds: commits and complete checkpoints by version. */
   private[log] final case class Listing(commits: Map[Long, FileStatus], checkpoints: Map[Long, Seq[FileStatus]],
                                         v2Checkpoints: Set[Long], classified: Seq[(FileNames.LogFile, FileStatus)]) {
+    def isEmpty: Boolean = commits.isEmpty && checkpoints.isEmpty
     def latest: Long = (commits.keys ++ checkpoints.keys).max
   }
 
@@ -367,7 +370,7 @@ object TableLog {
    * checkpoint followed by every commit up to the latest), None when the log cannot rebuild even the latest one.
    */
   private[log] def oldestReconstructable(listing: Listing): Option[Long] =
-    if (listing.commits.isEmpty && listing.checkpoints.isEmpty) None
+    if (listing.isEmpty) None
     else {
       // The commits from `firstOfRun` to the latest are all there.
       var firstOfRun = listing.latest + 1

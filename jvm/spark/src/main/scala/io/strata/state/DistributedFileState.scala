@@ -110,7 +110,7 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
 
   /**
    * The live files that `partitionFilters` (over partition columns) and `dataFilters` (over data columns, skipped by
-   * statistics) may match, collected to the driver: the same files the driver's [[io.strata.read.LogFileIndex]]
+   * statistics) may match, collected to the driver: the same files the driver's `LogFileIndex` (package read)
    * selects for the same filters.
    */
   def select(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Seq[AddFile] = {
