@@ -85,7 +85,7 @@ object LogCleanup {
       s"$checkpoints checkpoint and $others other log files committed before ${java.time.Instant.ofEpochMilli(cutoff)} " +
       s"(below version ${oldest.get}).")
     val after = if (doomed.isEmpty) listing else log.listLog()
-    Result(commits, checkpoints, others, TableLog.oldestReconstructable(after).getOrElse(snapshot.version), cutoff)
+    Result(commits, checkpoints, others, after.oldestReconstructable.getOrElse(snapshot.version), cutoff)
   }
 
   val ProtectionFeature = "checkpointProtection"
@@ -101,10 +101,10 @@ object LogCleanup {
     else Some(s.metadata.configuration.get(ProtectedBeforeKey).flatMap(_.trim.toLongOption).getOrElse(0L))
 
   /** The version below which everything goes, when some complete checkpoint qualifies (see the class comment). */
-  private def newOldestVersion(log: TableLog, listing: TableLog.Listing, latest: Metadata,
+  private def newOldestVersion(log: TableLog, listing: LogListing, latest: Metadata,
                                cutoff: Long): Option[Long] = {
     val hint = log.lastCheckpointVersion().filter(listing.checkpoints.contains)
-    val candidates = TableLog.oldestReconstructable(listing).toSeq.flatMap { first =>
+    val candidates = listing.oldestReconstructable.toSeq.flatMap { first =>
       listing.checkpoints.keys.filter(c => c >= first && hint.forall(c <= _))
     }
     if (candidates.isEmpty) None

@@ -15,10 +15,9 @@ final case class CommitRecord(version: Long, timestamp: Long, commitInfo: Option
  * checkpoints and starts transactions. Knows Hadoop and Jackson, not Spark.
  */
 final class TableLog private (val tablePath: Path, val store: LogStore, val conf: Configuration) {
-  import TableLog.Listing
   val logPath: Path = new Path(tablePath, FileNames.LogDirName)
 
-  private[log] def listLog(): Listing = {
+  private[log] def listLog(): LogListing = {
     val commits = Map.newBuilder[Long, FileStatus]
     val parts = scala.collection.mutable.HashMap.empty[(Long, Int), Seq[FileStatus]]
     val v2 = scala.collection.mutable.HashMap.empty[Long, Seq[FileStatus]]
@@ -38,7 +37,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     // A UUID-named (V2) checkpoint is one file (its sidecars are read with it); a version with a classic one too
     // keeps the classic one. Several V2 checkpoints of one version hold the same state: any will do.
     val uuidNamed = v2.collect { case (v, files) if !complete.contains(v) => v -> Seq(files.minBy(_.getPath.getName)) }
-    Listing(commits.result(), complete.toMap ++ uuidNamed, v2.keySet.toSet, classified.result())
+    LogListing(commits.result(), complete.toMap ++ uuidNamed, v2.keySet.toSet, classified.result())
   }
 
   /** True when the table has at least one commit. */
@@ -66,7 +65,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     }
   }
 
-  private def snapshotFrom(listing: Listing): Option[Snapshot] = {
+  private def snapshotFrom(listing: LogListing): Option[Snapshot] = {
     val key = tablePath.toString
     if (listing.isEmpty) { SnapshotCache.invalidate(key); return None }
     val latest = (listing.commits.keys ++ listing.checkpoints.keys).max
@@ -96,7 +95,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
    */
   def headOption(): Option[SnapshotHead] = headFrom(listLog())
 
-  private def headFrom(listing: Listing): Option[SnapshotHead] = {
+  private def headFrom(listing: LogListing): Option[SnapshotHead] = {
     if (listing.isEmpty) return None
     val cached = currentSnapshot(listing).filter(_ => listing.v2Checkpoints.isEmpty)
     Some(cached.map(SnapshotHead.of).getOrElse(load(listing, None, replayHead)))
@@ -110,7 +109,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
    */
   def stateSize(): Option[StateSize] = sizeFrom(listLog())
 
-  private def sizeFrom(listing: Listing): Option[StateSize] = {
+  private def sizeFrom(listing: LogListing): Option[StateSize] = {
     if (listing.isEmpty) return None
     currentSnapshot(listing).map(s => StateSize(Some(s.numFiles.toLong), 0L)).orElse {
       val cp = listing.checkpoints.keys.maxOption
@@ -121,7 +120,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   }
 
   /** The snapshot this JVM holds of the listing's latest version, when nothing in the log has changed under it. */
-  private def currentSnapshot(listing: Listing): Option[Snapshot] =
+  private def currentSnapshot(listing: LogListing): Option[Snapshot] =
     SnapshotCache.get(tablePath.toString).filter(e => e.snapshot.version == listing.latest &&
       SnapshotCache.isCurrent(e, listing.commits, listing.checkpoints.keys)).map(_.snapshot)
 
@@ -173,7 +172,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   }
 
   /** [[commitTimestamps]] of the commits in `listing`, `latest` being the table's latest metadata. */
-  private[log] def commitTimestamps(listing: Listing, latest: Option[Metadata]): Seq[(Long, Long)] = {
+  private[log] def commitTimestamps(listing: LogListing, latest: Option[Metadata]): Seq[(Long, Long)] = {
     val commits = listing.commits.toSeq.sortBy(_._1)
     val ictFrom = latest.flatMap(TableLog.inCommitTimestampsFrom)
     var last = Long.MinValue
@@ -234,10 +233,10 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     }
   }
 
-  private def load(listing: Listing, target: Option[Long]): Snapshot = load(listing, target, replay)
+  private def load(listing: LogListing, target: Option[Long]): Snapshot = load(listing, target, replay)
 
   /** Loads `target` (else the latest) by `replay` from the newest checkpoint that reads, else older starting points. */
-  private def load[T](listing: Listing, target: Option[Long], replay: (Listing, Option[Long], Long) => T): T = {
+  private def load[T](listing: LogListing, target: Option[Long], replay: (LogListing, Option[Long], Long) => T): T = {
     val latest = (listing.commits.keys ++ listing.checkpoints.keys).max
     val version = target.getOrElse(latest)
     if (version > latest || version < 0) throw InvalidTableOperationException("STRATA_TIME_TRAVEL_OUT_OF_RANGE",
@@ -249,7 +248,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     if (routes.isEmpty) {
       // Below the oldest version the log can still rebuild: history cleaned up (cleanup_log, delta-spark's log
       // retention), not a damaged log.
-      TableLog.oldestReconstructable(listing).filter(version < _).foreach { oldest =>
+      listing.oldestReconstructable.filter(version < _).foreach { oldest =>
         throw InvalidTableOperationException("STRATA_VERSION_NOT_AVAILABLE",
           s"Version $version of $tablePath is no longer available: the log " +
           s"before version $oldest has been cleaned up (delta.logRetentionDuration). The oldest version that can be " +
@@ -277,7 +276,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   }
 
   /** The head of `version` from checkpoint `cp` (if any): non-file columns and actions only ([[SnapshotHead]]). */
-  private def replayHead(listing: Listing, cp: Option[Long], version: Long): SnapshotHead = {
+  private def replayHead(listing: LogListing, cp: Option[Long], version: Long): SnapshotHead = {
     val cpStatus = cp.map(listing.checkpoints(_)).getOrElse(Nil)
     val commits = (cp.map(_ + 1).getOrElse(0L) to version).map(v => v -> listing.commits(v))
     val lastTs = commits.lastOption.map(_._2.getModificationTime).getOrElse(cpStatus.head.getModificationTime)
@@ -301,7 +300,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   private final class CheckpointUnreadable(val error: CorruptLogException) extends Exception(error)
 
   /** Replays checkpoint `cp` (if any) and the commits after it up to `version`. */
-  private def replay(listing: Listing, cp: Option[Long], version: Long): Snapshot = {
+  private def replay(listing: LogListing, cp: Option[Long], version: Long): Snapshot = {
     val cpFiles = cp.map(listing.checkpoints(_).map(_.getPath)).getOrElse(Nil)
     val commits = (cp.map(_ + 1).getOrElse(0L) to version).map(v => v -> listing.commits(v))
     val lastTs = commits.lastOption.map(_._2.getModificationTime)
@@ -358,26 +357,6 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
 
 object TableLog {
   private val logger = org.slf4j.LoggerFactory.getLogger(classOf[TableLog])
-  /** What `_delta_log` holds: commits and complete checkpoints by version. */
-  private[log] final case class Listing(commits: Map[Long, FileStatus], checkpoints: Map[Long, Seq[FileStatus]],
-                                        v2Checkpoints: Set[Long], classified: Seq[(FileNames.LogFile, FileStatus)]) {
-    def isEmpty: Boolean = commits.isEmpty && checkpoints.isEmpty
-    def latest: Long = (commits.keys ++ checkpoints.keys).max
-  }
-
-  /**
-   * The oldest version `listing` can rebuild (version 0 when every commit is there, else the oldest complete
-   * checkpoint followed by every commit up to the latest), None when the log cannot rebuild even the latest one.
-   */
-  private[log] def oldestReconstructable(listing: Listing): Option[Long] =
-    if (listing.isEmpty) None
-    else {
-      // The commits from `firstOfRun` to the latest are all there.
-      var firstOfRun = listing.latest + 1
-      while (firstOfRun > 0 && listing.commits.contains(firstOfRun - 1)) firstOfRun -= 1
-      if (firstOfRun == 0) Some(0L) else listing.checkpoints.keys.filter(_ >= firstOfRun - 1).minOption
-    }
-
   def forPath(tablePath: Path, conf: Configuration): TableLog = {
     val fs = tablePath.getFileSystem(conf)
     val qualified = fs.makeQualified(tablePath)
