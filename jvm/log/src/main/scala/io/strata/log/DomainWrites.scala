@@ -3,7 +3,7 @@ package io.strata.log
 /**
  * The writer rules of PROTOCOL.md, "Domain Metadata", checked on the actions a commit stages: a domain may be written
  * only when the protocol lists the `domainMetadata` writer feature, at most once per commit, and never a
- * system-controlled (`delta.`) domain, which belongs to table features Strata does not write yet. Domains a commit does
+ * system-controlled (`delta.`) domain other than those of features Strata writes ([[Clustering.Domain]]). Domains a commit does
  * not name are kept as they are: replay carries them, and checkpoints write them ([[Snapshot.checkpointActions]]).
  */
 private[log] object DomainWrites {
@@ -18,7 +18,12 @@ private[log] object DomainWrites {
     domains.groupBy(_.domain).collectFirst { case (d, ds) if ds.size > 1 => d }.foreach { d =>
       throw new IllegalArgumentException(s"Metadata domain '$d' appears twice in one commit of $table.")
     }
-    domains.find(_.domain.startsWith("delta.")).foreach { d =>
+    // System domains of the features Strata writes: allowed only where the protocol has their feature.
+    domains.find(d => d.domain == Clustering.Domain && !Clustering.supported(protocol)).foreach { d =>
+      throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL", s"Table $table: writing metadata domain " +
+        s"${d.domain} needs the writer feature ${Clustering.Feature}; cluster the table with CLUSTER BY instead.")
+    }
+    domains.find(d => d.domain.startsWith("delta.") && d.domain != Clustering.Domain).foreach { d =>
       throw new IllegalArgumentException(s"Metadata domain '${d.domain}' of $table is system-controlled (the " +
         "'delta.' prefix belongs to table features): Strata does not write it; use a domain name of your own.")
     }

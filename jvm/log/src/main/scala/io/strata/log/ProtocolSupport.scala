@@ -16,7 +16,9 @@ object ProtocolSupport {
     Set("appendOnly", "invariants", "checkConstraints", "timestampNtz", "vacuumProtocolCheck", "deletionVectors",
       "domainMetadata", "inCommitTimestamp", "variantType", "variantType-preview", "columnMapping",
       "v2Checkpoint", // written with classic single-file checkpoints, which the feature allows
-      "checkpointProtection") // honoured by LogCleanup; Strata checkpoints only its latest version
+      "checkpointProtection", // honoured by LogCleanup; Strata checkpoints only its latest version
+      // Clustering columns keep statistics (checked at CLUSTER BY and on later changes of the statistics settings).
+      "clustering")
 
   /** The writer features a legacy writer version implies (PROTOCOL.md, "Table Features"). */
   private def legacyWriterFeatures(writerVersion: Int): Set[String] =

@@ -63,7 +63,12 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
   private var serializable = false
 
   /** Asks for at least protocol `p` in this commit (table properties delta.minWriterVersion, delta.feature.*). */
-  def requireProtocol(p: Protocol): Unit = requiredProtocol = Some(p)
+  def requireProtocol(p: Protocol): Unit =
+    requiredProtocol = Some(requiredProtocol.fold(p)(ProtocolSupport.merge(_, p))) // several asks add up
+
+  private var domains = Vector.empty[DomainMetadata]
+  /** Stages a `domainMetadata` action for the commit (e.g. a table feature's system domain, [[Clustering]]). */
+  def writeDomain(d: DomainMetadata): Unit = domains = domains.filterNot(_.domain == d.domain) :+ d
 
   /** Declares that the outcome depends on these files still being there (files it will remove or rewrite). */
   def readFiles(files: Iterable[AddFile]): Unit =
@@ -97,9 +102,10 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
   private var rowRebase: Option[RowDeleteRebase] = None
 
   /** Commits `actions` as the next version. Single use. */
-  def commit(actions: Seq[Action], operation: Operation): CommitResult = {
+  def commit(actionsGiven: Seq[Action], operation: Operation): CommitResult = {
     if (committed) throw new IllegalStateException("This transaction has already committed.")
     committed = true
+    val actions = actionsGiven ++ domains
     val meta = metadata.getOrElse(throw InvalidTableOperationException("STRATA_MISSING_METADATA",
       Map("table" -> log.tablePath)))
     val derived = readSnapshot match {

@@ -85,8 +85,12 @@ class DomainMetadataSuite extends AnyFunSuite with LogTestSupport {
     val twice = intercept[IllegalArgumentException](log.startTransaction().commit(
       Seq(DomainMetadata("app.a", "1", removed = false), DomainMetadata("app.a", "2", removed = false)), Operation("X")))
     assert(twice.getMessage.contains("appears twice"))
-    val system = intercept[IllegalArgumentException](setDomain(log.startTransaction(), "delta.clustering", "{}"))
+    val system = intercept[IllegalArgumentException](setDomain(log.startTransaction(), "delta.rowTracking", "{}"))
     assert(system.getMessage.contains("system-controlled"))
+    // The clustering domain is Strata's to write, but only on a protocol with the clustering feature.
+    val clustering = intercept[UnsupportedProtocolException](setDomain(log.startTransaction(), Clustering.Domain,
+      Clustering.encode(Seq(Seq("a")))))
+    assert(clustering.getMessage.contains("writer feature clustering"), clustering.getMessage)
     assert(log.snapshot().version == 0L && log.snapshot().activeDomains.isEmpty)
   }
 
@@ -98,5 +102,19 @@ class DomainMetadataSuite extends AnyFunSuite with LogTestSupport {
     append(log, add("a.parquet"))
     val s = log.snapshot()
     assert(s.version == 1L && s.domainConfiguration("delta.rowTrackingLike").contains("""{"x":1}"""))
+  }
+
+  test("the clustering domain's JSON: delta-spark's column paths, PROTOCOL.md's plain names, and back") {
+    assert(Clustering.encode(Seq(Seq("a"), Seq("s", "x.y"))) == """{"clusteringColumns":[["a"],["s","x.y"]]}""")
+    assert(Clustering.decode("""{"clusteringColumns":[["a"],["s","x.y"]]}""") == Seq(Seq("a"), Seq("s", "x.y")))
+    assert(Clustering.decode("""{"clusteringColumns":["col-1","col-2"]}""") == Seq(Seq("col-1"), Seq("col-2")))
+    assert(Clustering.decode("""{"clusteringColumns":[]}""").isEmpty)
+    val add = AddFile("f.parquet", Map.empty, 1, 1, dataChange = false)
+    val done = Clustering.clustered(add, Seq(Seq("a")))
+    assert(Clustering.provider(done).contains("liquid") && Clustering.clusteredBy(done, Seq(Seq("a"))))
+    assert(!Clustering.clusteredBy(done, Seq(Seq("b"))) && !Clustering.clusteredBy(add, Seq(Seq("a"))))
+    // delta-spark's clustered files carry no record of the columns: clustered by whatever the table says.
+    val foreign = add.copy(extra = Some(ActionCodec.mapper.createObjectNode().put("clusteringProvider", "liquid")))
+    assert(Clustering.clusteredBy(foreign, Seq(Seq("b"))))
   }
 }

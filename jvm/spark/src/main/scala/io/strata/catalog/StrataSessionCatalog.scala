@@ -82,7 +82,7 @@ class StrataSessionCatalog extends DelegatingCatalogExtension {
     properties.keySet().asScala.filter(TableProperties.isProtocolProperty).foreach(withLocation.remove)
     withLocation.put(TableCatalog.PROP_LOCATION, log.tablePath.toString)
     if (explicit.isEmpty) withLocation.put(ManagedKey, "true")
-    super.createTable(ident, columns, partitions, withLocation)
+    super.createTable(ident, columns, ClusteringChanges.split(partitions)._1, withLocation) // clustering: the log's
     loadTable(ident)
   }
 
@@ -91,9 +91,9 @@ class StrataSessionCatalog extends DelegatingCatalogExtension {
     val table = super.loadTable(ident)
     if (isStrata(table.properties()) && table.properties().containsKey(TableCatalog.PROP_LOCATION)) {
       TableAlteration(TableLog.forPath(new Path(table.properties().get(TableCatalog.PROP_LOCATION)), hadoopConf), changes)
-      // Constraints live in the log only; the catalog entry keeps columns, properties and comments in step.
+      // Constraints and clustering live in the log only; the catalog entry keeps columns, properties and comments in step.
       val forCatalog = changes.filter {
-        case _: TableChange.AddConstraint | _: TableChange.DropConstraint => false
+        case _: TableChange.AddConstraint | _: TableChange.DropConstraint | _: TableChange.ClusterBy => false
         case c: TableChange.SetProperty => !TableProperties.isProtocolProperty(c.property)
         case _ => true
       }

@@ -38,7 +38,11 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
   override def name(): String = tableName
   override def schema(): StructType = io.strata.table.PhysicalSchema.strip(table.schema) // users see no mapping keys
   override def partitioning(): Array[Transform] =
-    table.partitionColumns.map(c => Expressions.identity(c): Transform).toArray
+    (table.partitionColumns.map(c => Expressions.identity(c): Transform) ++ clustering).toArray
+  /** A clustered table shows its columns as delta-spark's does (DESCRIBE's "# Clustering Information"). */
+  private def clustering: Option[Transform] = io.strata.log.Clustering.columns(snapshot.domains).flatMap(cols =>
+    scala.util.Try(io.strata.table.ClusteringColumns.logical(table.schema, cols, tableName)).toOption
+      .flatMap(ClusteringChanges.transform))
   override def properties(): util.Map[String, String] =
     (snapshot.metadata.configuration ++ Map(
       TableCatalog.PROP_PROVIDER -> "strata",

@@ -17,6 +17,7 @@ import org.apache.spark.sql.types.{StructField, StructType}
  */
 object TableAlteration {
   def apply(log: TableLog, changes: Seq[TableChange]): Unit = {
+    if (ClusteringChanges.isClusterBy(changes)) return ClusteringChanges.alter(log, changes)
     val txn = log.startTransaction()
     val snapshot = txn.readSnapshot.getOrElse(throw TableNotFoundException(log.tablePath.toString))
     val table = log.tablePath.toString
@@ -99,6 +100,8 @@ object TableAlteration {
     meta = if (newMode != mode) ColumnMappingChanges.changeMode(changed.copy(schemaString = schema.json), mode, newMode,
       table)
       else io.strata.table.PhysicalSchema.withSchema(changed, schema)
+    io.strata.table.ClusteringStage.check(io.strata.log.Clustering.columns(snapshot), meta,
+      ClusteringChanges.numIndexed(meta.configuration), table) // clustering columns keep existing and their stats
     // Rows checked against a new constraint must stay as read; concurrent adds conflict with any metadata change.
     txn.commit(TableOperation.ChangeMetadata(meta, if (added.nonEmpty) snapshot.files else Nil), Nil,
       Operation("ALTER TABLE", Map("changes" -> changes.map(_.getClass.getSimpleName).mkString(","))))

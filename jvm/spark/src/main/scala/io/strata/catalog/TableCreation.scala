@@ -51,7 +51,8 @@ object TableCreation {
       val f = StructField(c.name(), c.dataType(), c.nullable())
       Option(c.comment()).fold(f)(f.withComment)
     })
-    val partCols = TableSchema.resolvePartitionColumns(schema, partitions.toSeq.map { t =>
+    val (plain, clusterBy) = ClusteringChanges.split(partitions)
+    val partCols = TableSchema.resolvePartitionColumns(schema, plain.toSeq.map { t =>
       if (t.name() != "identity") throw InvalidTableOperationException("STRATA_INVALID_PARTITIONING",
         s"Partition transform ${t.describe()} is not supported: Strata partitions by plain columns " +
           "(PARTITIONED BY (col, ...)).")
@@ -59,7 +60,7 @@ object TableCreation {
     })
     TableDefinition(schema, partCols, TableProperties.validate(
       props.filter { case (k, _) => !reserved(k) && !k.startsWith(TableCatalog.OPTION_PREFIX) }, table),
-      props.get(TableCatalog.PROP_COMMENT))
+      props.get(TableCatalog.PROP_COMMENT), clusterBy)
   }
 
   def create(log: TableLog, columns: Array[Column], partitions: Array[Transform], props: Map[String, String]): Unit =
@@ -81,6 +82,8 @@ object TableCreation {
       configuration = TableProperties.applyTo(txn,
         io.strata.config.TableDefaults.forNewTable(d.properties, txn.readSnapshot.isEmpty), log.tablePath.toString)),
       io.strata.table.PhysicalSchema.strip(d.schema))
+    io.strata.table.ClusteringStage(txn, meta, d.clusterBy, ClusteringChanges.numIndexed(meta.configuration),
+      log.tablePath.toString)
     txn.commit(TableOperation.ReplaceTable(meta, txn.readSnapshot.map(_.files).getOrElse(Nil), Nil, createOnly), Nil,
       Operation(operation, Map("partitionBy" -> ActionCodec.mapper.writeValueAsString(d.partitionColumns.toArray))))
   }

@@ -34,14 +34,16 @@ final case class OptimizePlan(batches: Seq[Seq[OptimizeGroup]], partitionsSelect
  * size, except for auto-compaction) and every
  * file with a deletion vector, smallest first, are packed into bins of at most the target size; a bin with at least
  * `minInputFiles` files, or any file with a deletion vector, is a group. Z-order: every file of each selected
- * partition forms one group (delta-spark rewrites single-file partitions too: the rows get sorted).
+ * partition forms one group (delta-spark rewrites single-file partitions too: the rows get sorted). `eligible`: the
+ * files that may be rewritten at all (a clustered table: those not yet clustered by its current columns).
  */
 object OptimizePlanner {
   def plan(snapshot: Snapshot, selected: Map[String, Option[String]] => Boolean, targetFileSize: Long,
-           minInputFiles: Int, zOrder: Boolean, maxCommits: Int, smallFileSize: Long): OptimizePlan = {
+           minInputFiles: Int, zOrder: Boolean, maxCommits: Int, smallFileSize: Long,
+           eligible: AddFile => Boolean = _ => true): OptimizePlan = {
     val partitionSchema = TableSchema.of(snapshot.metadata).partitionSchema
     val partitionColumns = partitionSchema.fields.toSeq.map(PhysicalSchema.physicalName) // the log's keys
-    val files = snapshot.files.filter(f => selected(f.partitionValues))
+    val files = snapshot.files.filter(f => selected(f.partitionValues) && eligible(f))
     // One partition per typed value (files of one partition may spell it differently), in directory order. Values
     // equal in every session zone only: a rewrite must not change a zone-less timestamp some session reads apart.
     val partitions = files.groupBy(f => PartitionValues.typedKey(f.partitionValues, partitionSchema, None)).values.toSeq

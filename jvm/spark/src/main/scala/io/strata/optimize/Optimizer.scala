@@ -64,7 +64,10 @@ object Optimizer {
     val plan = OptimizePlanner.plan(snapshot, v => settings.selects(v) && partitions.forall(_.contains(v)),
       settings.targetFileSize, request.minInputFiles, settings.zOrderBy.nonEmpty,
       request.maxCommits.getOrElse(conf(WriteSettings.OptimizeMaxCommits)),
-      request.smallFileSize.getOrElse(settings.targetFileSize))
+      request.smallFileSize.getOrElse(settings.targetFileSize),
+      // Incremental clustering: files already clustered by the current columns stay (PROTOCOL.md lets a writer
+      // cluster any unclustered file and recluster its own provider's).
+      f => settings.clustering.isEmpty || !Clustering.clusteredBy(f, settings.clustering))
     if (plan.isEmpty) return OptimizeResult.empty
     new Run(spark, log, snapshot, plan, settings, conf, request.auto).execute()
   }
@@ -120,7 +123,12 @@ object Optimizer {
       var pending = batch
       while (pending.nonEmpty) {
         val txn = log.startTransaction(Some(snapshot))
-        val op = TableOperation.RewriteFiles(pending.flatMap(_.group.files), pending.flatMap(_.added))
+        // A clustered table's rewrite restates its clustering domain: a concurrent CLUSTER BY change (a write of the
+        // same domain) then conflicts, rather than files clustered by old columns being marked as the new ones'.
+        if (settings.clustering.nonEmpty) txn.writeDomain(Clustering.domain(settings.clustering))
+        val added = pending.flatMap(_.added).map(f =>
+          if (settings.clustering.isEmpty) f else Clustering.clustered(f, settings.clustering))
+        val op = TableOperation.RewriteFiles(pending.flatMap(_.group.files), added)
         try {
           val result = txn.commit(op, Nil, operation(pending))
           versions += result.version
@@ -174,8 +182,8 @@ object Optimizer {
       val json = ActionCodec.mapper
       Operation("OPTIMIZE", Map(
         "predicate" -> json.writeValueAsString(settings.predicateSql.toArray),
-        "zOrderBy" -> json.writeValueAsString(settings.zOrderBy.toArray),
-        "clusterBy" -> "[]",
+        "zOrderBy" -> json.writeValueAsString((if (settings.clustering.isEmpty) settings.zOrderBy else Nil).toArray),
+        "clusterBy" -> json.writeValueAsString((if (settings.clustering.isEmpty) Nil else settings.zOrderBy).toArray),
         "auto" -> auto.toString), metrics)
     }
   }
@@ -192,7 +200,7 @@ object Optimizer {
 
 /** An optimize's checked settings: the partitions it selects, Z-order columns as the table spells them, target. */
 final case class OptimizeSettings(selects: Map[String, Option[String]] => Boolean, predicateSql: Seq[String],
-                                  zOrderBy: Seq[String], targetFileSize: Long)
+                                  zOrderBy: Seq[String], targetFileSize: Long, clustering: Seq[Seq[String]] = Nil)
 
 object OptimizeSettings {
   private def invalid(argument: String, what: String, expected: String) =
@@ -217,6 +225,9 @@ object OptimizeSettings {
     }
     val numIndexed = conf.numIndexedColumns
     val dataFields = table.schema.fields.filterNot(f => parts.contains(f.name))
+    val clustering = Clustering.columns(snapshot)
+    if (clustering.nonEmpty) return OptimizeClustering.settings(snapshot, request, clustering, selects, predicateSql,
+      request.targetFileSize.getOrElse(conf(WriteSettings.OptimizeTargetFileSize)))
     val zOrderBy = request.zOrderBy.map { c =>
       val name = columns.find(_.equalsIgnoreCase(c.trim)).getOrElse(throw invalid("zorder_by",
         s"names column '$c', which the table does not have", s"data columns of the table (${columns.filterNot(

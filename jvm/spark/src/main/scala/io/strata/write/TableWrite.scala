@@ -171,7 +171,7 @@ final class TableWrite private (
 
 /** A table as CREATE / REPLACE TABLE declares it (catalog writes that define the table in the same commit). */
 final case class TableDefinition(schema: StructType, partitionColumns: Seq[String], properties: Map[String, String],
-                                 description: Option[String])
+                                 description: Option[String], clusterBy: Option[Seq[Seq[String]]] = None)
 
 object TableWrite {
   /**
@@ -192,6 +192,7 @@ object TableWrite {
         io.strata.config.TableDefaults.forNewTable(definition.properties, txn.readSnapshot.isEmpty), log.tablePath.toString),
       description = definition.description), PhysicalSchema.strip(definition.schema))
     txn.updateMetadata(defined)
+    io.strata.table.ClusteringStage(txn, defined, definition.clusterBy, conf.numIndexedColumns, log.tablePath.toString)
     val matched = TableSchema.matchColumns(definition.schema, dataSchema, log.tablePath.toString)
     val mode = if (txn.readSnapshot.isDefined) WriteMode.Overwrite else WriteMode.Append
     new TableWrite(log, txn, TableSchema.of(defined), matched.feeds, mode,
