@@ -1,0 +1,91 @@
+package io.strata.catalog
+
+import io.strata.dml.DmlTestSupport
+import io.strata.log._
+import org.apache.spark.sql.Row
+import org.scalatest.funsuite.AnyFunSuite
+
+/**
+ * Liquid clustering through the catalog: CLUSTER BY DDL, incremental OPTIMIZE, and the races of issue 24 with the
+ * rival committed at a chosen point ([[withRivalBeforeCommit]], no sleeps): a CLUSTER BY change racing an OPTIMIZE
+ * either way round, and two writers of the clustering domain. delta-spark interop is in tests/test_clustering.py.
+ */
+class ClusteringSuite extends AnyFunSuite with DmlTestSupport {
+  private def optimize(t: String): Row = spark.sql(s"CALL strata.system.optimize(table => '$t')").head()
+  private def removedAdded(r: Row): (Long, Long, Int) =
+    (r.getAs[Long]("files_removed"), r.getAs[Long]("files_added"), r.getAs[Int]("groups_conflicted"))
+  private def clustering(t: String): Seq[Seq[String]] = Clustering.columns(log(t).snapshot())
+  private def insert(t: String, from: Int): Unit =
+    spark.sql(s"INSERT INTO $t SELECT id, cast(id % 7 AS STRING), cast(id AS INT), map('a', 1) FROM range($from, " +
+      s"${from + 50})")
+  /** A table clustered by id with two unclustered files. */
+  private def clusteredTable(): String = {
+    val t = freshTable("clustering", "(id BIGINT, k STRING, v INT, m MAP<STRING, INT>) USING strata CLUSTER BY (id)")
+    Seq(0, 100).foreach(insert(t, _))
+    t
+  }
+  private def error(sql: String): String = intercept[Exception](spark.sql(sql).collect()).getMessage
+
+  test("CLUSTER BY: the domain and protocol, DESCRIBE, incremental OPTIMIZE, and what is refused") {
+    val t = clusteredTable()
+    val p = log(t).snapshot().protocol
+    assert(p.minWriterVersion == 7 && Set("clustering", "domainMetadata").subsetOf(p.writerFeatures.get))
+    assert(clustering(t) == Seq(Seq("id")))
+    val describe = spark.sql(s"DESCRIBE TABLE $t").collect().map(_.getString(0)).toSeq
+    assert(describe.contains("# Clustering Information"), describe)
+    val unclustered = log(t).snapshot().files.size.toLong // two inserts, a file per task each
+    assert(unclustered >= 2 && removedAdded(optimize(t)) == ((unclustered, 1L, 0)))
+    assert(log(t).snapshot().files.forall(f => Clustering.provider(f).contains("liquid")))
+    assert(removedAdded(optimize(t)) == ((0L, 0L, 0))) // nothing unclustered left
+    insert(t, 200)
+    val added = log(t).snapshot().files.size - 1L
+    assert(removedAdded(optimize(t)) == ((added, 1L, 0))) // only the new files
+    spark.sql(s"ALTER TABLE $t CLUSTER BY (k)")
+    assert(clustering(t) == Seq(Seq("k")) && lastCommit(t).json.get("operation").asText == "CLUSTER BY")
+    assert(removedAdded(optimize(t))._1 == 2L) // clustered by id: eligible again
+    assert(rowsOf(t, "count(*), sum(id)") == Seq(Row(150L, (0L until 50).sum + (100L until 150).sum +
+      (200L until 250).sum)))
+    spark.sql(s"ALTER TABLE $t CLUSTER BY NONE")
+    assert(clustering(t).isEmpty && log(t).snapshot().domains.contains(Clustering.Domain))
+    spark.sql(s"ALTER TABLE $t CLUSTER BY (v)")
+
+    assert(error("CREATE TABLE strata.clustering.bad (a INT, p INT) USING strata PARTITIONED BY (p) CLUSTER BY (a)")
+      .contains("PARTITIONED BY")) // Spark refuses it in the parser; ALTER below reaches Strata
+    assert(error(s"ALTER TABLE $t CLUSTER BY (m)").contains("type MAP<STRING, INT>"))
+    assert(error(s"ALTER TABLE $t CLUSTER BY (nope)").contains("does not exist"))
+    assert(error(s"ALTER TABLE $t SET TBLPROPERTIES ('delta.dataSkippingNumIndexedCols' = '2')")
+      .contains("column v has no statistics"))
+    assert(error(s"CALL strata.system.optimize(table => '$t', zorder_by => array('id'))").contains("clustered table"))
+    val partitioned = freshTable("clustering", "(a INT, p INT) USING strata PARTITIONED BY (p)")
+    assert(error(s"ALTER TABLE $partitioned CLUSTER BY (a)").contains("either partitioned or clustered"))
+    assert(error(s"ALTER TABLE $partitioned CLUSTER BY NONE").contains("not a clustered table"))
+    assert(clustering(t) == Seq(Seq("v")))
+  }
+
+  test("a CLUSTER BY change committed during an OPTIMIZE: the OPTIMIZE's group conflicts, nothing rewritten") {
+    val t = clusteredTable()
+    val before = log(t).snapshot().files.map(_.path).toSet
+    val r = raced(spark.sql(s"ALTER TABLE $t CLUSTER BY (k)"))(optimize(t))
+    assert(removedAdded(r) == ((0L, 0L, 1)))
+    assert(clustering(t) == Seq(Seq("k")) && log(t).snapshot().files.map(_.path).toSet == before)
+    assert(removedAdded(optimize(t)) == ((before.size.toLong, 1L, 0))) // then it clusters by the new column
+    assert(log(t).snapshot().files.forall(f => Clustering.clusteredBy(f, Seq(Seq("k")))))
+  }
+
+  test("an OPTIMIZE committed during a CLUSTER BY change: a typed domain conflict, the optimize's result stays") {
+    val t = clusteredTable()
+    val e = intercept[Exception](raced(optimize(t))(spark.sql(s"ALTER TABLE $t CLUSTER BY (k)")))
+    assert(causeOf[ConcurrentDomainMetadataException](e).getMessage.contains(Clustering.Domain))
+    assert(clustering(t) == Seq(Seq("id")) && log(t).snapshot().files.size == 1)
+  }
+
+  test("two writers of the clustering domain: the later one conflicts; an append racing a change commits") {
+    val t = clusteredTable()
+    val e = intercept[Exception](raced(spark.sql(s"ALTER TABLE $t CLUSTER BY (k)"))(
+      spark.sql(s"ALTER TABLE $t CLUSTER BY (v)")))
+    causeOf[ConcurrentDomainMetadataException](e)
+    assert(clustering(t) == Seq(Seq("k")))
+    raced(spark.sql(s"ALTER TABLE $t CLUSTER BY (v)"))(insert(t, 500)) // the domain alone: no conflict with adds
+    assert(clustering(t) == Seq(Seq("v")) && rowsOf(t, "count(*)") == Seq(Row(150L)))
+  }
+}
