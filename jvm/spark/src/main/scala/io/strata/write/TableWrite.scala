@@ -192,7 +192,8 @@ object TableWrite {
         io.strata.config.TableDefaults.forNewTable(definition.properties, txn.readSnapshot.isEmpty), log.tablePath.toString),
       description = definition.description), PhysicalSchema.strip(definition.schema))
     txn.updateMetadata(defined)
-    io.strata.table.ClusteringStage(txn, defined, definition.clusterBy, conf.numIndexedColumns, log.tablePath.toString)
+    io.strata.table.ClusteringStage(txn, defined, definition.clusterBy, conf.forTable(defined.configuration)
+      .numIndexedColumns, log.tablePath.toString)
     val matched = TableSchema.matchColumns(definition.schema, dataSchema, log.tablePath.toString)
     val mode = if (txn.readSnapshot.isDefined) WriteMode.Overwrite else WriteMode.Append
     new TableWrite(log, txn, TableSchema.of(defined), matched.feeds, mode,

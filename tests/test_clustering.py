@@ -1,0 +1,137 @@
+"""Liquid clustering (issue 24) against delta-spark 4.4.0 (the `peer`) and delta-rs: tables delta-spark creates
+with CLUSTER BY and changes are read by Strata identically, and Strata inserts into and OPTIMIZEs them (only the
+files not yet clustered); tables Strata clusters (CREATE ... CLUSTER BY in both catalogs, writeTo().clusterBy(),
+ALTER TABLE ... CLUSTER BY) are continued by delta-spark: inserts, OPTIMIZE, DESCRIBE DETAIL's clusteringColumns.
+The deterministic races are in jvm/spark/src/test/scala/io/strata/catalog/ClusteringSuite.scala."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from delta_spark_peer import Peer
+from table_reads import delta_rs_tuples, strata_json
+
+COLUMNS = ["id", "k", "v"]
+
+
+def rows_sql(table: str, start: int, end: int) -> str:
+    return (f"INSERT INTO {table} SELECT id, concat('k', id % 5), CAST(id * 3 AS INT) "
+            f"FROM range({start}, {end})")
+
+
+def log_state(path: Path) -> tuple[dict[str, dict[str, Any]], list[list[str]] | None]:
+    """The live add actions by path and the clustering columns of the `delta.clustering` domain, replayed from
+    the JSON commits (these tables stay below a checkpoint)."""
+    adds: dict[str, dict[str, Any]] = {}
+    columns: list[list[str]] | None = None
+    for commit in sorted((path / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "add" in action:
+                adds[action["add"]["path"]] = action["add"]
+            elif "remove" in action:
+                adds.pop(action["remove"]["path"], None)
+            elif "domainMetadata" in action and action["domainMetadata"]["domain"] == "delta.clustering":
+                d = action["domainMetadata"]
+                columns = None if d["removed"] else json.loads(d["configuration"])["clusteringColumns"]
+    return adds, columns
+
+
+def unclustered(path: Path) -> int:
+    return sum(1 for a in log_state(path)[0].values() if a.get("clusteringProvider") != "liquid")
+
+
+def detail(peer: Peer, path: Path) -> dict[str, Any]:
+    row: dict[str, Any] = json.loads(peer.call("query", sql=f"DESCRIBE DETAIL delta.`{path}`")["rows"][0])
+    return row
+
+
+def optimize(spark: SparkSession, path: Path) -> dict[str, Any]:
+    result: dict[str, Any] = spark.sql(f"CALL strata.system.optimize(table => '{path}')").collect()[0].asDict()
+    return result
+
+
+def same_everywhere(spark: SparkSession, peer: Peer, path: Path) -> list[str]:
+    ours = strata_json(spark, path)
+    assert peer.read(path) == [ours]
+    assert delta_rs_tuples(path, COLUMNS) == sorted(
+        (tuple(json.loads(r)[c] for c in COLUMNS) for r in ours), key=repr)
+    return ours
+
+
+def test_delta_spark_clustered_table_read_written_and_optimized_by_strata(
+        spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
+    path = tmp_path / "theirs"
+    d = f"delta.`{path}`"
+    peer.call("sql", statements=[
+        f"CREATE TABLE {d} (id BIGINT, k STRING, v INT) USING delta CLUSTER BY (id)",
+        rows_sql(d, 0, 100), rows_sql(d, 100, 200), f"OPTIMIZE {d}",
+        f"ALTER TABLE {d} CLUSTER BY (k, id)", rows_sql(d, 200, 250)])
+    assert log_state(path)[1] == [["k"], ["id"]]
+    same_everywhere(spark, peer, path)
+    s = f"strata.`{path}`"
+    info = spark.sql(f"DESCRIBE TABLE {s}").collect()
+    names = [r[0] for r in info]
+    assert "# Clustering Information" in names
+    assert [r[0] for r in info[names.index("# Clustering Information") + 2:]] == ["k", "id"]
+
+    spark.sql(rows_sql(s, 250, 300))
+    before, pending = set(log_state(path)[0]), unclustered(path)
+    assert pending >= 2  # delta-spark's insert after the change and Strata's
+    result = optimize(spark, path)
+    assert result["files_removed"] == pending and result["groups_conflicted"] == 0
+    after, _ = log_state(path)
+    kept = before & set(after)
+    assert all(after[p].get("clusteringProvider") == "liquid" for p in after)
+    assert kept and all(after[p].get("clusteringProvider") == "liquid" for p in kept)  # delta-spark's clustered file
+    commit = json.loads((path / "_delta_log" / f"{max(int(f.stem) for f in (path / '_delta_log').glob('*.json')):020d}"
+                                                 ".json").read_text().splitlines()[0])["commitInfo"]
+    assert commit["operation"] == "OPTIMIZE" and commit["operationParameters"]["clusterBy"] == '["k","id"]'
+    ours = same_everywhere(spark, peer, path)
+    assert len(ours) == 300 and optimize(spark, path)["files_removed"] == 0  # nothing left to cluster
+
+    peer.call("sql", statements=[rows_sql(d, 300, 320), f"OPTIMIZE {d}"])
+    assert detail(peer, path)["clusteringColumns"] == ["k", "id"] and unclustered(path) == 0
+    assert len(same_everywhere(spark, peer, path)) == 320
+
+
+def test_strata_clustered_tables_continued_by_delta_spark(
+        spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
+    # The strata catalog (a path table) with CREATE ... CLUSTER BY, then ALTER TABLE ... CLUSTER BY.
+    path = tmp_path / "ours"
+    s = f"strata.`{path}`"
+    spark.sql(f"CREATE TABLE {s} (id BIGINT, k STRING, v INT) USING strata CLUSTER BY (id)")
+    spark.sql(rows_sql(s, 0, 100))
+    spark.sql(rows_sql(s, 100, 200))
+    assert log_state(path)[1] == [["id"]]
+    assert optimize(spark, path)["files_added"] == 1 and unclustered(path) == 0
+    spark.sql(f"ALTER TABLE {s} CLUSTER BY (v, k)")
+    d = f"delta.`{path}`"
+    peer.call("sql", statements=[rows_sql(d, 200, 260), f"OPTIMIZE {d}"])
+    assert detail(peer, path)["clusteringColumns"] == ["v", "k"] and unclustered(path) == 0
+    assert len(same_everywhere(spark, peer, path)) == 260
+    # delta-spark's OPTIMIZE output is liquid: Strata's OPTIMIZE finds nothing to do (delta-spark keeps no columns
+    # record on its files; Strata takes them as clustered by the current columns).
+    assert optimize(spark, path)["files_removed"] == 0
+
+    # The session catalog: CREATE ... CLUSTER BY, then CLUSTER BY NONE; writeTo().clusterBy() on the strata catalog.
+    spark.sql("DROP TABLE IF EXISTS default.clustered_events")
+    spark.sql("CREATE TABLE default.clustered_events (id BIGINT, k STRING, v INT) USING strata CLUSTER BY (k)")
+    rows = spark.sql("DESCRIBE TABLE EXTENDED default.clustered_events").collect()
+    location = Path([r[1] for r in rows if r[0] == "Location"][0].removeprefix("file:"))
+    assert log_state(location)[1] == [["k"]]
+    spark.sql(rows_sql("default.clustered_events", 0, 30))
+    assert detail(peer, location)["clusteringColumns"] == ["k"]
+    spark.sql("ALTER TABLE default.clustered_events CLUSTER BY NONE")
+    assert log_state(location)[1] == [] and detail(peer, location)["clusteringColumns"] == []
+    spark.sql("DROP TABLE default.clustered_events")
+
+    written = tmp_path / "written"
+    spark.range(40).selectExpr("id", "concat('k', id % 5) AS k", "CAST(id * 3 AS INT) AS v") \
+        .writeTo(f"strata.`{written}`").clusterBy("k", "id").create()
+    assert log_state(written)[1] == [["k"], ["id"]]
+    assert detail(peer, written)["clusteringColumns"] == ["k", "id"]
+    assert len(same_everywhere(spark, peer, written)) == 40
