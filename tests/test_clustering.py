@@ -11,6 +11,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+import strata
+
 from delta_spark_peer import Peer
 from table_reads import delta_rs_tuples, strata_json
 
@@ -109,6 +111,7 @@ def test_strata_clustered_tables_continued_by_delta_spark(
     assert log_state(path)[1] == [["id"]]
     assert optimize(spark, path)["files_added"] == 1 and unclustered(path) == 0
     spark.sql(f"ALTER TABLE {s} CLUSTER BY (v, k)")
+    assert strata.Table.for_path(spark, str(path)).detail().clustering_columns == ("v", "k")
     d = f"delta.`{path}`"
     peer.call("sql", statements=[rows_sql(d, 200, 260), f"OPTIMIZE {d}"])
     assert detail(peer, path)["clusteringColumns"] == ["v", "k"] and unclustered(path) == 0

@@ -101,6 +101,7 @@ class TableDetail:
     created_at: _dt.datetime | None
     last_modified: _dt.datetime | None
     partition_columns: tuple[str, ...]
+    clustering_columns: tuple[str, ...]  # liquid clustering (CLUSTER BY), empty when not clustered
     num_files: int
     size_in_bytes: int
     properties: Mapping[str, str]
@@ -168,7 +169,8 @@ def table_detail(result: list[Row]) -> TableDetail:
     return TableDetail(
         format=str(r["format"]), id=str(r["id"]), name=r["name"], description=r["description"],
         location=str(r["location"]), created_at=r["createdAt"], last_modified=r["lastModified"],
-        partition_columns=tuple(r["partitionColumns"] or ()), num_files=int(r["numFiles"]),
+        partition_columns=tuple(r["partitionColumns"] or ()),
+        clustering_columns=tuple(r["clusteringColumns"] or ()), num_files=int(r["numFiles"]),
         size_in_bytes=int(r["sizeInBytes"]), properties=dict(r["properties"] or {}),
         min_reader_version=int(r["minReaderVersion"]), min_writer_version=int(r["minWriterVersion"]),
         table_features=tuple(r["tableFeatures"] or ()), version=int(r["version"]))

@@ -59,7 +59,8 @@ object DetailProcedure extends StrataProcedure {
     StructField("format", StringType), StructField("id", StringType), StructField("name", StringType),
     StructField("description", StringType), StructField("location", StringType),
     StructField("createdAt", TimestampType), StructField("lastModified", TimestampType),
-    StructField("partitionColumns", ArrayType(StringType)), StructField("numFiles", LongType),
+    StructField("partitionColumns", ArrayType(StringType)), StructField("clusteringColumns", ArrayType(StringType)),
+    StructField("numFiles", LongType),
     StructField("sizeInBytes", LongType), StructField("properties", MapType(StringType, StringType)),
     StructField("minReaderVersion", IntegerType), StructField("minWriterVersion", IntegerType),
     StructField("tableFeatures", ArrayType(StringType)), StructField("version", LongType)))
@@ -76,7 +77,12 @@ object DetailProcedure extends StrataProcedure {
       .toSeq.sorted
     Row("delta", m.id, m.name.orNull, m.description.orNull, s.tablePath.toString,
       m.createdTime.map(new java.sql.Timestamp(_)).orNull, new java.sql.Timestamp(s.timestamp),
-      m.partitionColumns, s.files.size.toLong, s.sizeInBytes, m.configuration, s.protocol.minReaderVersion,
+      m.partitionColumns, clusteringColumns(s), s.files.size.toLong, s.sizeInBytes, m.configuration, s.protocol.minReaderVersion,
       s.protocol.minWriterVersion, features, s.version)
   }
+
+  /** As delta-spark's DESCRIBE DETAIL: the logical names (dotted paths) of the clustering columns. */
+  private def clusteringColumns(s: io.strata.log.Snapshot): Seq[String] =
+    io.strata.table.ClusteringColumns.logical(io.strata.table.TableSchema.of(s.metadata).schema,
+      io.strata.log.Clustering.columns(s), s.tablePath.toString).map(_.mkString("."))
 }
