@@ -65,9 +65,12 @@ object Optimizer {
       settings.targetFileSize, request.minInputFiles, settings.zOrderBy.nonEmpty,
       request.maxCommits.getOrElse(conf(WriteSettings.OptimizeMaxCommits)),
       request.smallFileSize.getOrElse(settings.targetFileSize),
-      // Incremental clustering: files already clustered by the current columns stay (PROTOCOL.md lets a writer
-      // cluster any unclustered file and recluster its own provider's).
-      f => settings.clustering.isEmpty || !Clustering.clusteredBy(f, settings.clustering))
+      // Incremental clustering: files already clustered by the current columns stay unless their values overlap
+      // the new files' (PROTOCOL.md lets a writer cluster any unclustered file and recluster its own provider's).
+      if (settings.clustering.isEmpty) _ => true else {
+        val chosen = OptimizeClustering.eligible(snapshot.files, settings.clustering)
+        f => chosen(f.path)
+      })
     if (plan.isEmpty) return OptimizeResult.empty
     new Run(spark, log, snapshot, plan, settings, conf, request.auto).execute()
   }

@@ -39,12 +39,17 @@ class ClusteringSuite extends AnyFunSuite with DmlTestSupport {
     assert(removedAdded(optimize(t)) == ((0L, 0L, 0))) // nothing unclustered left
     insert(t, 200)
     val added = log(t).snapshot().files.size - 1L
-    assert(removedAdded(optimize(t)) == ((added, 1L, 0))) // only the new files
+    assert(removedAdded(optimize(t)) == ((added, 1L, 0))) // only the new files: ids 200-249 overlap no clustered file
+    insert(t, 120) // ids 120-169: they overlap the first clustered file (ids 0-149), not the second (200-249)
+    val clusteredFiles = log(t).snapshot().files.filter(f => Clustering.provider(f).isDefined).map(_.path).toSet
+    val fresh = log(t).snapshot().files.size - clusteredFiles.size.toLong
+    assert(removedAdded(optimize(t))._1 == fresh + 1) // the new files and the one clustered file they overlap
+    assert((clusteredFiles -- log(t).snapshot().files.map(_.path)).size == 1)
     spark.sql(s"ALTER TABLE $t CLUSTER BY (k)")
     assert(clustering(t) == Seq(Seq("k")) && lastCommit(t).json.get("operation").asText == "CLUSTER BY")
     assert(removedAdded(optimize(t))._1 == 2L) // clustered by id: eligible again
-    assert(rowsOf(t, "count(*), sum(id)") == Seq(Row(150L, (0L until 50).sum + (100L until 150).sum +
-      (200L until 250).sum)))
+    assert(rowsOf(t, "count(*), sum(id)") == Seq(Row(200L, (0L until 50).sum + (100L until 150).sum +
+      (200L until 250).sum + (120L until 170).sum)))
     spark.sql(s"ALTER TABLE $t CLUSTER BY NONE")
     assert(clustering(t).isEmpty && log(t).snapshot().domains.contains(Clustering.Domain))
     spark.sql(s"ALTER TABLE $t CLUSTER BY (v)")
