@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pyspark.sql import SparkSession
 
 import strata
@@ -138,3 +139,7 @@ def test_strata_clustered_tables_continued_by_delta_spark(
     assert log_state(written)[1] == [["k"], ["id"]]
     assert detail(peer, written)["clusteringColumns"] == ["k", "id"]
     assert len(same_everywhere(spark, peer, written)) == 40
+    # DataFrameWriter.clusterBy on a path write is refused by name (the catalog defines clustering).
+    with pytest.raises(Exception, match="clusterBy"):
+        spark.range(3).write.format("strata").clusterBy("id").save(str(tmp_path / "path_write"))
+    assert not (tmp_path / "path_write" / "_delta_log").exists()

@@ -81,11 +81,19 @@ object WriteConf {
    * whose confs `session` looks up. Refuses unknown and misplaced options and invalid option values before anything
    * is written.
    */
+  /** The option Spark's `DataFrameWriter.clusterBy` passes to a V1 source. */
+  val ClusteringColumnsOption = "__clustering_columns"
+
   def forWrite(options: Map[String, String], entry: WriteEntry, session: String => Option[String]): WriteConf = {
     val raw = if (entry.catalog || entry.streaming) {
       options.filterNot { case (k, _) => SparkStreamOptions(k.toLowerCase(Locale.ROOT)) }
     } else options
     misplaced(raw.keySet, entry).foreach(m => throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION", m))
+    // Spark's DataFrameWriter.clusterBy on a path write: the clustering is a table definition, made by the catalog.
+    if (raw.keySet.exists(_.equalsIgnoreCase(ClusteringColumnsOption))) throw InvalidTableOperationException(
+      "STRATA_UNSUPPORTED_OPTION", "clusterBy(...) on a path write is not supported: cluster a table with CREATE " +
+        "TABLE ... CLUSTER BY (...), ALTER TABLE ... CLUSTER BY (...) or df.writeTo(name).clusterBy(...).create(), " +
+        "then write to it.")
     val accepted = optionsOf(entry)
     val lc = StrataOptions.normalize(raw, StrataOptions.Path +: accepted.flatMap(_.option))
     val parsed: Map[String, Any] = accepted.flatMap { s =>

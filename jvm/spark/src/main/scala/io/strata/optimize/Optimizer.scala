@@ -67,9 +67,13 @@ object Optimizer {
       request.smallFileSize.getOrElse(settings.targetFileSize),
       // Incremental clustering: files already clustered by the current columns stay unless their values overlap
       // the new files' (PROTOCOL.md lets a writer cluster any unclustered file and recluster its own provider's).
-      if (settings.clustering.isEmpty) _ => true else {
+      if (settings.clustering.nonEmpty) {
         val chosen = OptimizeClustering.eligible(snapshot.files, settings.clustering)
         f => chosen(f.path)
+      } else {
+        // Auto-compaction of a clustered table bin-packs only unclustered files: clustered ones keep their layout.
+        val clustering = Clustering.columns(snapshot)
+        f => clustering.isEmpty || Clustering.provider(f).isEmpty
       })
     if (plan.isEmpty) return OptimizeResult.empty
     new Run(spark, log, snapshot, plan, settings, conf, request.auto).execute()
@@ -229,7 +233,7 @@ object OptimizeSettings {
     val numIndexed = conf.numIndexedColumns
     val dataFields = table.schema.fields.filterNot(f => parts.contains(f.name))
     val clustering = Clustering.columns(snapshot)
-    if (clustering.nonEmpty) return OptimizeClustering.settings(snapshot, request, clustering, selects, predicateSql,
+    if (clustering.nonEmpty && !request.auto) return OptimizeClustering.settings(snapshot, request, clustering, selects, predicateSql,
       request.targetFileSize.getOrElse(conf(WriteSettings.OptimizeTargetFileSize)))
     val zOrderBy = request.zOrderBy.map { c =>
       val name = columns.find(_.equalsIgnoreCase(c.trim)).getOrElse(throw invalid("zorder_by",

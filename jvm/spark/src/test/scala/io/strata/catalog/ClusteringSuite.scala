@@ -93,4 +93,17 @@ class ClusteringSuite extends AnyFunSuite with DmlTestSupport {
     raced(spark.sql(s"ALTER TABLE $t CLUSTER BY (v)"))(insert(t, 500)) // the domain alone: no conflict with adds
     assert(clustering(t) == Seq(Seq("v")) && rowsOf(t, "count(*)") == Seq(Row(150L)))
   }
+
+  test("auto-compaction of a clustered table packs the unclustered files and leaves the clustered ones") {
+    val t = freshTable("clustering", "(id BIGINT, k STRING, v INT, m MAP<STRING, INT>) USING strata CLUSTER BY (id) " +
+      "TBLPROPERTIES ('delta.autoOptimize.autoCompact' = 'true', 'strata.autoCompact.minNumFiles' = '2')")
+    insert(t, 0)
+    assert(optimize(t).getAs[Long]("files_added") == 1L)
+    val clusteredFile = log(t).snapshot().files.map(_.path)
+    insert(t, 100) // two more small files: compacted after the write, without the clustered one
+    val files = log(t).snapshot().files
+    assert(lastCommit(t).json.get("operation").asText == "OPTIMIZE" && files.size == 2)
+    assert(files.filter(f => Clustering.provider(f).isDefined).map(_.path) == clusteredFile)
+    assert(rowsOf(t, "count(*)") == Seq(Row(100L)))
+  }
 }
