@@ -3,8 +3,8 @@ changes tables with a feature and Strata reads them identically at every version
 read the result identically; and the reverse where Strata can create the feature.
 
 - domainMetadata: delta-spark's clustered tables (the `delta.clustering` domain, in JSON commits and checkpoints)
-  read at every version, Strata's snapshot holds the domain, and a write is refused naming `clustering` (a writer
-  feature Strata lacks) while reads go on; a table with only `domainMetadata` is written by both engines.
+  read at every version, Strata's snapshot holds the domain and keeps it through its own append (clustering itself:
+  tests/test_clustering.py); a table with only `domainMetadata` is written by both engines.
 - inCommitTimestamp: commitInfo first with strictly increasing timestamps in both engines' commits; Strata turning
   them on for an existing table; history and time travel by timestamp in a Los Angeles session against delta-spark.
 - variantType: delta-spark's and Strata's VARIANT columns (top level and in arrays), no statistics on them;
@@ -69,10 +69,11 @@ def test_domain_metadata_clustered_table_from_delta_spark(spark: SparkSession, p
     assert strata_history(spark, path) == peer.read(path, log_versions(path))
     domains = snapshot_domains(spark, path)
     assert domains == log_domains(path) and json.loads(domains["delta.clustering"])["clusteringColumns"] == [["s"]]
-    # A writer feature Strata does not support blocks writes, never reads, and is named.
-    with pytest.raises(strata.ProtocolError, match=r"writer feature\(s\) clustering"):
-        strata.write(spark.createDataFrame([(9, "z")], "id long, s string"), path, mode="append")
+    # Strata writes clustered tables (tests/test_clustering.py): the append keeps the domain, both engines agree.
+    strata.write(spark.createDataFrame([(9, "z")], "id long, s string"), path, mode="append")
+    assert snapshot_domains(spark, path) == domains
     assert strata_json(spark, path) == peer.read(path)[0]
+    assert len(strata_json(spark, path)) == 4
 
 
 def test_domain_metadata_table_written_by_both(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
