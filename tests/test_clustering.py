@@ -139,6 +139,12 @@ def test_strata_clustered_tables_continued_by_delta_spark(
     assert log_state(written)[1] == [["k"], ["id"]]
     assert detail(peer, written)["clusteringColumns"] == ["k", "id"]
     assert len(same_everywhere(spark, peer, written)) == 40
+    # Column mapping: the domain names the physical column, delta-spark shows the logical one.
+    mapped = tmp_path / "mapped"
+    spark.sql(f"CREATE TABLE strata.`{mapped}` (id BIGINT, k STRING) USING strata CLUSTER BY (k) "
+              "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
+    [[physical]] = log_state(mapped)[1] or [[""]]
+    assert physical.startswith("col-") and detail(peer, mapped)["clusteringColumns"] == ["k"]
     # DataFrameWriter.clusterBy on a path write is refused by name (the catalog defines clustering).
     with pytest.raises(Exception, match="clusterBy"):
         spark.range(3).write.format("strata").clusterBy("id").save(str(tmp_path / "path_write"))

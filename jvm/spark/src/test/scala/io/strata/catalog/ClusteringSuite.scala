@@ -106,4 +106,17 @@ class ClusteringSuite extends AnyFunSuite with DmlTestSupport {
     assert(files.filter(f => Clustering.provider(f).isDefined).map(_.path) == clusteredFile)
     assert(rowsOf(t, "count(*)") == Seq(Row(100L)))
   }
+
+  test("column mapping: the domain holds physical names; a rename keeps the clustering, a drop is refused") {
+    val t = freshTable("clustering", "(id BIGINT, k STRING) USING strata CLUSTER BY (k) " +
+      "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
+    val physical = clustering(t)
+    assert(physical.size == 1 && physical.head.head.startsWith("col-"), physical)
+    spark.sql(s"ALTER TABLE $t RENAME COLUMN k TO key")
+    assert(clustering(t) == physical)
+    val describe = spark.sql(s"DESCRIBE TABLE $t").collect().map(_.getString(0)).toSeq
+    assert(describe.drop(describe.indexOf("# Clustering Information") + 2) == Seq("key"), describe)
+    assert(error(s"ALTER TABLE $t DROP COLUMN key").contains("clustered by"))
+    assert(clustering(t) == physical && spark.table(t).columns.toSeq == Seq("id", "key"))
+  }
 }
