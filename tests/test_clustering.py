@@ -145,6 +145,12 @@ def test_strata_clustered_tables_continued_by_delta_spark(
               "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
     [[physical]] = log_state(mapped)[1] or [[""]]
     assert physical.startswith("col-") and detail(peer, mapped)["clusteringColumns"] == ["k"]
+    # ALTER TABLE ... CLUSTER BY on an unclustered table upgrades its protocol; delta-spark sees the columns.
+    plain = tmp_path / "plain"
+    spark.sql(f"CREATE TABLE strata.`{plain}` (id BIGINT, k STRING) USING strata")
+    spark.sql(f"ALTER TABLE strata.`{plain}` CLUSTER BY (id)")
+    assert detail(peer, plain)["clusteringColumns"] == ["id"]
+    assert {"clustering", "domainMetadata"} <= set(detail(peer, plain)["tableFeatures"])
     # DataFrameWriter.clusterBy on a path write is refused by name (the catalog defines clustering).
     with pytest.raises(Exception, match="clusterBy"):
         spark.range(3).write.format("strata").clusterBy("id").save(str(tmp_path / "path_write"))
