@@ -20,22 +20,24 @@ final class FileStatistics private[log] (val length: Int, stats: Int => String,
 
   /** The statistics of `columns` for these files, from the typed columns (built now if no query built them yet). */
   def values(columns: IndexedSeq[StatsColumn]): StatsValues = new StatsValues {
-    // File i's run and row, looked up once for all the values read of it (readers go file by file).
+    // File i's chunk and slot, looked up once for all the values read of it (readers go file by file).
     private var at = -1
-    private var row = 0
-    private var table: TypedStats = null
+    private var slot = 0
+    private var chunk: TypedStats#Chunk = null
     private var cols: IndexedSeq[TypedStatsColumn] = null
     private def seek(i: Int): Unit = if (i != at) {
       val t = tableOf(i)
-      if (t ne table) { cols = t.columnsOf(columns); table = t }
-      row = rowOf(i); at = i
+      val pos = t.position(rowOf(i))
+      val c = t.chunk(pos / TypedStats.ChunkRows)
+      if (c ne chunk) { cols = c.columnsOf(columns); chunk = c }
+      slot = pos % TypedStats.ChunkRows; at = i
     }
     def length: Int = FileStatistics.this.length
-    def numRecords(i: Int): Long = { seek(i); table.numRecords(row) }
-    def tightBounds(i: Int): Int = { seek(i); table.tightBounds(row) }
-    def nullCount(c: Int, i: Int): Long = { seek(i); cols(c).nullCounts(row) }
-    def min(c: Int, i: Int): AnyRef = { seek(i); cols(c).mins(row) }
-    def max(c: Int, i: Int): AnyRef = { seek(i); cols(c).maxs(row) }
+    def numRecords(i: Int): Long = { seek(i); chunk.numRecords(slot) }
+    def tightBounds(i: Int): Int = { seek(i); chunk.tightBounds(slot) }
+    def nullCount(c: Int, i: Int): Long = { seek(i); cols(c).nullCounts(slot) }
+    def min(c: Int, i: Int): AnyRef = { seek(i); cols(c).mins(slot) }
+    def max(c: Int, i: Int): AnyRef = { seek(i); cols(c).maxs(slot) }
   }
 }
 
