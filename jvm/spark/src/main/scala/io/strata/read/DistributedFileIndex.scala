@@ -8,9 +8,9 @@ import org.apache.spark.sql.execution.datasources.{FileIndex, PartitionDirectory
 import org.apache.spark.sql.types.StructType
 
 /**
- * The file index of a path read (of the latest version, or by time travel) above the distributed-state threshold ([[io.strata.config.ReadConf]]): no file
- * state on the driver. Each listing runs [[DistributedFileState.select]] (reconciliation and pruning in one Spark
- * job) and only the selected files reach the driver; its size is a Spark aggregate, computed once when the planner
+ * The file index of a path read (of the latest version, or by time travel) above the distributed-state threshold
+ * ([[io.strata.config.ReadConf]]): no file state on the driver. Each listing runs [[DistributedFileState.select]]
+ * (pruning in one Spark job over the reconciled state, cached between queries) and only the selected files reach the driver; its size is a Spark aggregate, computed once when the planner
  * first asks. [[PruneLogFileIndex]] replaces it under filters by a [[LogFileIndex]] of the selected files (pruned
  * from this one), as it does a driver-built index, so `inputFiles()` and EXPLAIN show the selection.
  *

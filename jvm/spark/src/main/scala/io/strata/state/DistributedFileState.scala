@@ -116,17 +116,18 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
    * checkpoint and commits.
    */
   private lazy val state: DataFrame =
-    StateCache.stateOf(spark.sparkContext, head.tablePath.toString, head.metadata.id, head.version) { (previous, persist) =>
-      val from = previous.filter(p => p.depth < StateCache.MaxDepth &&
-        p.version >= head.segment.checkpointVersion.getOrElse(-1L) && commitVersions.contains(p.version + 1))
-      val df = from match {
-        case Some(p) => reconciled(Some(p.state), commitVersions.filter(_ > p.version))
-        case None => reconciled(head.segment.checkpointVersion.map(_ => checkpointAdds), commitVersions)
-      }
-      if (persist) describing(s"$Reconciling ${head.tablePath} version ${head.version}") {
-        try df.persist(StorageLevel.MEMORY_AND_DISK).count() catch { case e: Throwable => df.unpersist(); throw e }
-      }
-      StateCache.Entry(spark.sparkContext, head.metadata.id, head.version, df, from.fold(0)(_.depth + 1))
+    StateCache.stateOf(spark.sparkContext, head.tablePath.toString, head.metadata.id, head.version) {
+      (previous, persist) =>
+        val from = previous.filter(p => p.depth < StateCache.MaxDepth &&
+          p.version >= head.segment.checkpointVersion.getOrElse(-1L) && commitVersions.contains(p.version + 1))
+        val df = from match {
+          case Some(p) => reconciled(Some(p.state), commitVersions.filter(_ > p.version))
+          case None => reconciled(head.segment.checkpointVersion.map(_ => checkpointAdds), commitVersions)
+        }
+        if (persist) describing(s"$Reconciling ${head.tablePath} version ${head.version}") {
+          try df.persist(StorageLevel.MEMORY_AND_DISK).count() catch { case e: Throwable => df.unpersist(); throw e }
+        }
+        StateCache.Entry(spark.sparkContext, head.metadata.id, head.version, df, from.fold(0)(_.depth + 1))
     }
 
   private def selector(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): FileSelector =
@@ -155,7 +156,8 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
     describing(s"Strata: file paths of ${head.tablePath} version ${head.version}") {
       rows.select(col("action")).rdd.mapPartitions { rs =>
         val rootPath = new Path(root)
-        rs.map(r => Snapshot.absolutePath(rootPath, ActionCodec.parse(r.getString(0)).asInstanceOf[AddFile].path).toString)
+        rs.map(r =>
+          Snapshot.absolutePath(rootPath, ActionCodec.parse(r.getString(0)).asInstanceOf[AddFile].path).toString)
       }.collect().toSeq
     }
   }

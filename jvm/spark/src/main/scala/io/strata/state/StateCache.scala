@@ -22,11 +22,12 @@ private[state] object StateCache {
   /**
    * The state of `table` at `version`: the cached one, or `build(previous, true)` (previous: the cached entry of an
    * older version of the table, to update from; true: persisted and materialized), then cached. A version older than
-   * the cached one is built unpersisted and not cached (`build(None, false)`: the newer stays). One build at a time: a concurrent query of the same version waits
-   * and then reuses it. `tableId`: the table's metadata id, so that a table created again at the path never reads
-   * the state of the one before.
+   * the cached one is built unpersisted and not cached (`build(None, false)`: the newer stays). One build at a time:
+   * a concurrent query of the same version waits and then reuses it. `tableId`: the table's metadata id, so that a
+   * table created again at the path never reads the state of the one before.
    */
-  def stateOf(context: SparkContext, table: String, tableId: String, version: Long)(build: (Option[Entry], Boolean) => Entry): DataFrame =
+  def stateOf(context: SparkContext, table: String, tableId: String, version: Long)(
+      build: (Option[Entry], Boolean) => Entry): DataFrame =
     synchronized {
       // Another table at the same path (dropped and created again) or another Spark application: not this one.
       val cached = Option(entries.get(table)).filter(e => (e.context eq context) && !context.isStopped &&
