@@ -10,7 +10,9 @@ import io.strata.table.{CatalystValues, PartitionPredicate, StatsSkipping, Table
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.{DataFrame, Row, SparkSession}
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.util.MapData
 import org.apache.spark.sql.functions.{broadcast, col, count, max, struct, sum, when}
 import org.apache.spark.sql.types.{BooleanType, LongType, MapType, StringType, StructField, StructType}
 import org.apache.spark.storage.StorageLevel
@@ -143,9 +145,18 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
     val keep = selector(partitionFilters, dataFilters)
     val rows = state
     describing(s"Strata: files of ${head.tablePath} version ${head.version}") {
-      rows.select(col("action"), col("stats"), col("partitionValues")).rdd.mapPartitions(_.filter { r =>
-        keep.keeps(partitionValues(r, 2), Option(r.getString(1)))
-      }.map(r => (r.getString(0), r.getString(1)))).collect().toSeq
+      // Catalyst rows: only a kept file's action becomes a String, and each distinct partition is decided once.
+      rows.select(col("action"), col("stats"), col("partitionValues")).queryExecution.toRdd.mapPartitions { it =>
+        val partitions = new java.util.HashMap[String, Option[InternalRow]]()
+        def stats(r: InternalRow) = if (r.isNullAt(1)) null else r.getUTF8String(1).toString
+        it.filter { r =>
+          val m = r.getMap(2)
+          val key = partitionKey(m)
+          var values = partitions.get(key)
+          if (values == null) { values = keep.partitionKept(partitionValues(m)); partitions.put(key, values) }
+          values.exists(v => keep.statsKept(Option(stats(r)), v))
+        }.map(r => (r.getUTF8String(0).toString, stats(r)))
+      }.collect().toSeq
     }.map { case (a, s) => ActionCodec.parse(a).asInstanceOf[AddFile].copy(stats = Option(s)) }
   }
 
@@ -199,11 +210,14 @@ object DistributedFileState {
     @transient private lazy val skipping = StatsSkipping(dataSchema, dataFilters, partitionSchema)
     private val everything = partitions.filters.isEmpty && dataFilters.isEmpty
 
-    def keeps(partitionValues: => Map[String, Option[String]], stats: Option[String]): Boolean = everything || {
+    /** The file's typed partition values when its partition is kept, else None. */
+    def partitionKept(partitionValues: Map[String, Option[String]]): Option[InternalRow] = {
       val values = CatalystValues.partitionRow(partitionSchema, partitionValues, zone)
-      // Partition values also bound the filters that mix partition and data columns, as on the driver.
-      partitions.keeps(values) && skipping.mayMatch(stats, values)
+      if (everything || partitions.keeps(values)) Some(values) else None
     }
+
+    /** Whether statistics skipping keeps a file of a kept partition (partition values also bound mixed filters). */
+    def statsKept(stats: Option[String], values: InternalRow): Boolean = everything || skipping.mayMatch(stats, values)
   }
 
   /** The actions of checkpoint file `file`, its read failures thrown as the driver's replay throws them. */
@@ -236,8 +250,26 @@ object DistributedFileState {
     ActionCodec.serialize(f.copy(stats = None)), f.stats.orNull, f.partitionValues.map { case (k, v) => k -> v.orNull },
     f.size, f.logicalRows.getOrElse(-1L))
 
-  private def partitionValues(r: Row, i: Int): Map[String, Option[String]] =
-    r.getMap[String, String](i).iterator.map { case (k, v) => k -> Option(v) }.toMap
+  private def partitionValues(m: MapData): Map[String, Option[String]] = {
+    val (keys, values) = (m.keyArray(), m.valueArray())
+    (0 until m.numElements()).map { i =>
+      keys.getUTF8String(i).toString -> (if (values.isNullAt(i)) None else Some(values.getUTF8String(i).toString))
+    }.toMap
+  }
+
+  /** A partition-value map as one string (a lookup key): each key and value, a null value apart from any string. */
+  private def partitionKey(m: MapData): String = {
+    val (keys, values) = (m.keyArray(), m.valueArray())
+    val b = new java.lang.StringBuilder
+    var i = 0
+    while (i < m.numElements()) {
+      b.append(keys.getUTF8String(i).toString).append('\u0000')
+      if (values.isNullAt(i)) b.append('\u0001') else b.append('\u0002').append(values.getUTF8String(i).toString)
+      b.append('\u0000')
+      i += 1
+    }
+    b.toString
+  }
 
   private val ActionSchema = StructType(Seq(StructField("key", StringType, nullable = false),
     StructField("version", LongType, nullable = false), StructField("position", LongType, nullable = false),
