@@ -54,10 +54,11 @@ class DistributedStateCacheSuite extends AnyFunSuite with SparkTestSession {
     assert(listed == log.snapshot().files.map(f => (new Path(f.path).getName, f.size)).toSet)
   }
 
-  private def table(): String = {
+  /** `appends` appends of 20 rows (partition p<k>), a checkpoint, then one row (id 500, p0): 20 * appends + 1 rows. */
+  private def table(appends: Int = 3): String = {
     val path = tempDir("cache").resolve("t").toString
     import spark.implicits._
-    (0 until 3).foreach { k =>
+    (0 until appends).foreach { k =>
       (0 until 20).map(i => (k * 100L + i, s"p$k")).toDF("id", "p").repartition(2)
         .write.format("strata").mode("append").partitionBy("p").save(path)
     }
@@ -101,9 +102,9 @@ class DistributedStateCacheSuite extends AnyFunSuite with SparkTestSession {
   test("the cache is bounded: the least recently used table's state is unpersisted") {
     StateCache.clear()
     val before = spark.sparkContext.getPersistentRDDs.size
-    val paths = (0 to StateCache.MaxTables).map(_ => table())
+    val paths = (0 to StateCache.MaxTables).map(_ => table(appends = 1))
     distributed {
-      paths.foreach(p => assert(spark.read.format("strata").load(p).count() == 61))
+      paths.foreach(p => assert(spark.read.format("strata").load(p).count() == 21))
       assert(spark.sparkContext.getPersistentRDDs.size - before == StateCache.MaxTables)
       // the first table was evicted: reading it reconciles again; the last is still cached
       assert(reconciling(spark.read.format("strata").load(paths.head).count())._1 > 0)
