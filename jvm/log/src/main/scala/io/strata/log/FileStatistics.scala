@@ -18,6 +18,18 @@ final class FileStatistics private[log] (val length: Int, stats: Int => String,
     new FileStatistics(indices.length, i => stats(indices(i)), i => vectors(indices(i)), i => tableOf(indices(i)),
       i => rowOf(indices(i)))
 
+  /** The chunks of typed statistics these files sit in, each once (files of a chunk are adjacent: compare to the last). */
+  private def chunksInto(out: java.util.Set[TypedStats#Chunk]): Unit = {
+    var last: AnyRef = null
+    var i = 0
+    while (i < length) {
+      val t = tableOf(i)
+      val c = t.chunk(t.position(rowOf(i)) / TypedStats.ChunkRows)
+      if (c ne last) { out.add(c); last = c }
+      i += 1
+    }
+  }
+
   /** The statistics of `columns` for these files, from the typed columns (built now if no query built them yet). */
   def values(columns: IndexedSeq[StatsColumn]): StatsValues = new StatsValues {
     // File i's chunk and slot, looked up once for all the values read of it (readers go file by file).
@@ -42,6 +54,17 @@ final class FileStatistics private[log] (val length: Int, stats: Int => String,
 }
 
 object FileStatistics {
+  /**
+   * Builds the typed `columns` of every chunk holding a file of `groups`, chunks in parallel: a query over many files
+   * (a whole table's count(*), skipping without a partition filter) parses on every core, where reading the groups
+   * file by file would parse on one. Each chunk still builds a column once (its own lock).
+   */
+  def prepare(groups: Iterable[FileStatistics], columns: IndexedSeq[StatsColumn]): Unit = {
+    val chunks = new java.util.LinkedHashSet[TypedStats#Chunk]()
+    groups.foreach(_.chunksInto(chunks))
+    if (chunks.size > 1) new java.util.ArrayList(chunks).parallelStream().forEach(c => c.columnsOf(columns))
+  }
+
   /** The statistics of files already built as actions (an explicit file list, e.g. a streaming micro-batch). */
   def of(files: IndexedSeq[(Option[String], Option[DeletionVectorDescriptor])]): FileStatistics = {
     lazy val table = TypedStats.of(files.map(_._1.orNull))

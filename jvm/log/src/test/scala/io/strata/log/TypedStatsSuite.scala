@@ -157,4 +157,28 @@ class TypedStatsSuite extends AnyFunSuite {
     assert(read(s.statsByPartition) == 3 * n && read(one) == n)
     assert(s.fileSet.statsRowsParsed == 3 * n && s.fileSet.statsColumnsBuilt == chunks)
   }
+
+  test("prepare builds the chunks of many groups in parallel, each chunk once, with the values a serial read gives") {
+    val n = 3 * TypedStats.ChunkRows + 17
+    val stats = (0 until n).map(i => if (i % 97 == 0) null else corpus(i % corpus.size))
+    val s = snapshotOf(stats)
+    val parallel = snapshotOf(stats)
+    FileStatistics.prepare(parallel.statsByPartition.map(_._2), columns)
+    val chunks = (n + TypedStats.ChunkRows - 1) / TypedStats.ChunkRows
+    assert(parallel.fileSet.statsRowsParsed == n && parallel.fileSet.statsColumnsBuilt == chunks * columns.size)
+    FileStatistics.prepare(parallel.statsByPartition.map(_._2), columns) // built: nothing parses again
+    assert(parallel.fileSet.statsRowsParsed == n)
+    s.statsByPartition.zip(parallel.statsByPartition).foreach { case ((k, serial), (k2, prepared)) =>
+      assert(k == k2)
+      val (a, b) = (serial.values(columns), prepared.values(columns))
+      (0 until serial.length).foreach { i =>
+        assert(a.numRecords(i) == b.numRecords(i) && a.tightBounds(i) == b.tightBounds(i))
+        columns.indices.foreach { c =>
+          assert(a.nullCount(c, i) == b.nullCount(c, i))
+          assert(java.util.Objects.deepEquals(a.min(c, i), b.min(c, i)) &&
+            java.util.Objects.deepEquals(a.max(c, i), b.max(c, i)), s"file $i column ${columns(c).path}")
+        }
+      }
+    }
+  }
 }
