@@ -26,6 +26,18 @@ import scala.jdk.CollectionConverters._
 object Checkpoints {
   private val nodes = JsonNodeFactory.instance
 
+  /**
+   * What a failure `e` reading checkpoint file `file` means, wherever it is read (the driver's replay, a task of the
+   * distributed state): a malformed action or an unreadable file is a corrupt log naming the file; any other Strata
+   * error stands as it is.
+   */
+  def readFailure(file: Path, e: Throwable): StrataException = e match {
+    case m: MalformedActionException => CorruptLogException("STRATA_CORRUPT_LOG",
+      s"Checkpoint file $file holds a malformed action: ${m.messageText}.", m)
+    case s: StrataException => s
+    case other => CorruptLogException("STRATA_CORRUPT_LOG", s"Checkpoint file $file is unreadable: $other.", other)
+  }
+
   /** The action columns of a checkpoint; everything else in a checkpoint file is ignored on read. */
   val ActionColumns: Seq[String] = Seq("txn", "add", "remove", "metaData", "protocol", "domainMetadata")
   /** Read too: a V2 checkpoint's `sidecar` rows (their files hold its adds and removes, [[V2Checkpoints]]). */

@@ -92,6 +92,8 @@ private[log] final class FileSet private (
   def typedStatsHeapBytes: Long = runs.map(r => r.stats.heapBytes).sum
   /** Statistics columns built from JSON by this set's runs (tests: each column once per run). */
   private[log] def statsColumnsBuilt: Long = runs.map(_.stats.columnsBuilt).sum
+  /** Row parses by this set's runs' typed statistics (tests: a pruned query parses the chunks it reads only). */
+  private[log] def statsRowsParsed: Long = runs.map(_.stats.rowsParsedCount).sum
   def heapBytesWithoutStats: Long = runs.map(r => r.cols.heapBytesWithoutStats + r.index.heapBytes).sum +
     removed.heapBytes
 
@@ -105,7 +107,7 @@ private[log] object FileSet {
     def end: Int = start + cols.length
     lazy val groups: RowGroups = new RowGroups(cols)
     /** The run's statistics as typed columns, each parsed when a query first needs it ([[TypedStats]]). */
-    lazy val stats: TypedStats = new TypedStats(cols.length, cols.statsString)
+    lazy val stats: TypedStats = new TypedStats(cols.length, cols.statsString, () => groups.order)
   }
 
   /** The run holding position `pos` (binary search over the runs' starts; a set has a few dozen runs at most). */

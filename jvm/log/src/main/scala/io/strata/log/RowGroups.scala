@@ -30,4 +30,13 @@ private[log] final class RowGroups(cols: FileColumns) {
     var i = starts(code)
     while (i < starts(code + 1)) { f(rows(i)); i += 1 }
   }
+
+  /** Every row, grouped by code (rows without partition values, code -1, last): the order typed statistics chunk by. */
+  def order: Array[Int] = if (rows.length == cols.length) rows else {
+    val out = java.util.Arrays.copyOf(rows, cols.length)
+    var n = rows.length
+    var i = 0
+    while (i < cols.length) { if (cols.partitionCode(i) < 0) { out(n) = i; n += 1 }; i += 1 }
+    out
+  }
 }

@@ -29,6 +29,8 @@ final case class SnapshotHead(
   /** When this version was committed (the commit file's modification time), in epoch milliseconds. */
   def timestamp: Long = segment.lastCommitTimestamp
   def absolutePath(actionPath: String): Path = Snapshot.absolutePath(tablePath, actionPath)
+  /** Whether its checkpoint is classic Parquet parts (what a distributed replay reads), not V2 (sidecars, JSON). */
+  def classicCheckpoint: Boolean = !protocol.readerFeatures.exists(_(V2Checkpoints.Feature))
 }
 
 object SnapshotHead {

@@ -147,7 +147,10 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
    * The snapshot of the last version committed at or before `timestampMillis` (time travel by timestamp). A timestamp
    * before the first commit or after the latest one is refused naming the range, as delta-spark does.
    */
-  def snapshotAsOf(timestampMillis: Long): Snapshot = {
+  def snapshotAsOf(timestampMillis: Long): Snapshot = snapshotAt(versionAsOf(timestampMillis))
+
+  /** The last version committed at or before `timestampMillis`, refused as [[snapshotAsOf]] refuses it. */
+  def versionAsOf(timestampMillis: Long): Long = {
     val stamps = commitTimestamps()
     if (stamps.isEmpty) throw TableNotFoundException(tablePath.toString)
     def at(v: (Long, Long)) = s"version ${v._1} at ${java.time.Instant.ofEpochMilli(v._2)}"
@@ -157,7 +160,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
       s"No version of $tablePath was committed at or before $asked: $range. Use a timestamp in that range.")
     if (timestampMillis > stamps.last._2) throw InvalidTableOperationException("STRATA_TIME_TRAVEL_OUT_OF_RANGE",
       s"Timestamp $asked is after the latest commit of $tablePath: $range. Use a timestamp in that range.")
-    snapshotAt(stamps.filter(_._2 <= timestampMillis).last._1)
+    stamps.filter(_._2 <= timestampMillis).last._1
   }
 
   /**
@@ -309,12 +312,10 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     val replay = new Snapshot.Replay(tablePath)
     new CheckpointParts(cpFiles, V2Checkpoints.reader(store, logPath)).foreach { (f, actions) =>
       try actions.foreach(replay.apply) catch {
-        case e: MalformedActionException => throw new CheckpointUnreadable(
-          CorruptLogException("STRATA_CORRUPT_LOG",
-            s"Checkpoint file $f holds a malformed action: ${e.messageText}.", e))
-        case e: StrataException => throw e
-        case NonFatal(e) => throw new CheckpointUnreadable(
-          CorruptLogException("STRATA_CORRUPT_LOG", s"Checkpoint file $f is unreadable: $e.", e))
+        case NonFatal(e) => Checkpoints.readFailure(f, e) match {
+          case c: CorruptLogException if c ne e => throw new CheckpointUnreadable(c)
+          case other => throw other
+        }
       }
     }
     commits.foreach { case (v, st) => readCommit(v, st.getPath).foreach(replay.apply) }

@@ -5,66 +5,130 @@ import java.util.concurrent.atomic.AtomicLong
 
 /**
  * The statistics of a run of rows (`length`, JSON of row i: `json(i)`, null when absent), parsed into typed columns
- * once: a column is built the first time a query asks for it, in one pass over the run's JSON with the other columns
- * asked for at the same time, and kept. Runs never change once built and are shared by the snapshots replayed from
- * one another, so a table's statistics column is parsed once however many queries and snapshots read it (a run made
- * by merging others parses again, once). `numRecords` and `tightBounds` come with the first build.
+ * once: a column is built the first time a query asks for it, in one pass over the JSON of the rows asked for with
+ * the other columns asked for at the same time, and kept. Runs never change once built and are shared by the
+ * snapshots replayed from one another, so a table's statistics column is parsed once however many queries and
+ * snapshots read it (a run made by merging others parses again, once).
+ *
+ * The run is cut into chunks of [[TypedStats.ChunkRows]] rows taken in `order` (the run's rows grouped by partition,
+ * [[RowGroups]]), each built on its own when a query first reads one of its rows: a query that pruned to one
+ * partition of a million-file run parses the chunk or two holding that partition, not the million (issue 23).
+ * `numRecords` and `tightBounds` come with a chunk's first build.
  */
-final class TypedStats private[log] (val length: Int, json: Int => String) {
-  private val columns = new ConcurrentHashMap[StatsColumn, TypedStatsColumn]()
-  @volatile private var records: Array[Long] = null
-  @volatile private var tight: Array[Byte] = null
-  private val built = new AtomicLong()
+final class TypedStats private[log] (val length: Int, json: Int => String, order: () => Array[Int]) {
+  import TypedStats._
 
-  /** Columns built (parsed from JSON) by this run: each column at most once. */
-  def columnsBuilt: Long = built.get
+  private val chunks = new Array[Chunk]((length + ChunkRows - 1) / ChunkRows)
+  /** Row -> its position in `order` (null while rows are in their own order). */
+  @volatile private var positions: Array[Int] = null
+  @volatile private var ordered: Array[Int] = null
+  private val rowsParsed = new AtomicLong()
 
-  /** The typed columns of `wanted`, building those not built yet in one pass over the JSON. */
-  private[log] def columnsOf(wanted: IndexedSeq[StatsColumn]): IndexedSeq[TypedStatsColumn] = {
-    if (records == null || wanted.exists(c => !columns.containsKey(c))) synchronized {
-      val missing = wanted.distinct.filterNot(columns.containsKey)
-      if (records == null || missing.nonEmpty) build(missing)
-    }
-    wanted.map(columns.get)
-  }
-
-  private def build(missing: IndexedSeq[StatsColumn]): Unit = {
-    val parser = StatsParser.forColumns(missing)
-    val cols = missing.map(new TypedStatsColumn(_, length))
-    val (rs, ts) = if (records == null) (new Array[Long](length), new Array[Byte](length)) else (null, null)
-    var i = 0
-    while (i < length) {
-      val s = json(i)
-      val parsed = parser.parse(s)
-      if (rs != null) { rs(i) = parsed.records; ts(i) = parsed.tight.toByte }
-      var c = 0
-      while (c < cols.length) {
-        val col = cols(c)
-        col.nullCounts(i) = parsed.nullCounts(c)
-        col.mins.set(i, parsed.mins(c)); col.maxs.set(i, parsed.maxs(c))
-        c += 1
+  private def orderedRows: Array[Int] = {
+    if (ordered == null) synchronized {
+      if (ordered == null) {
+        val rows = order()
+        if (rows != null) {
+          val pos = new Array[Int](length)
+          var i = 0
+          while (i < rows.length) { pos(rows(i)) = i; i += 1 }
+          positions = pos
+        }
+        ordered = if (rows == null) Array.emptyIntArray else rows
       }
-      i += 1
     }
-    cols.foreach(c => columns.put(c.column, c))
-    built.addAndGet(cols.length)
-    TypedStats.builtColumns.addAndGet(cols.length)
-    if (rs != null) { tight = ts; records = rs }
+    ordered
   }
 
-  private[log] def numRecords(row: Int): Long = records(row)
-  private[log] def tightBounds(row: Int): Int = tight(row)
+  /** Row `row`'s position in chunk order (`chunk(position / ChunkRows)`, slot `position % ChunkRows`). */
+  private[log] def position(row: Int): Int = { orderedRows; if (positions == null) row else positions(row) }
+
+  /** The chunk holding positions `k * ChunkRows` until `(k + 1) * ChunkRows` (created, not built, when first asked). */
+  private[log] def chunk(k: Int): Chunk = {
+    var c = chunks(k)
+    if (c == null) synchronized {
+      c = chunks(k)
+      if (c == null) {
+        val from = k * ChunkRows
+        val rows = orderedRows
+        val n = math.min(ChunkRows, length - from)
+        c = new Chunk(n, if (positions == null) i => from + i else i => rows(from + i))
+        chunks(k) = c
+      }
+    }
+    c
+  }
+
+  private def built: Iterator[Chunk] = chunks.iterator.filter(_ != null)
+
+  /** Columns built (parsed from JSON) by this run's chunks: each column at most once per chunk. */
+  def columnsBuilt: Long = built.map(_.columnsBuilt).sum
+  /** JSON parses of rows, one per row of a chunk each time the chunk builds columns (at most once per column). */
+  def rowsParsedCount: Long = rowsParsed.get
+  /** Chunks of this run with at least one column built. */
+  def chunksBuilt: Int = built.count(_.columnsBuilt > 0)
 
   /** Heap bytes of the columns built so far. */
-  def heapBytes: Long = (if (records == null) 0L else length * 9L) +
-    scala.jdk.CollectionConverters.CollectionHasAsScala(columns.values).asScala.map(_.heapBytes).sum
+  def heapBytes: Long = built.map(_.heapBytes).sum
+
+  /** `n` rows of the run (slot i is row `rowAt(i)`), their columns built when first asked, once. */
+  private[log] final class Chunk(n: Int, rowAt: Int => Int) {
+    private val columns = new ConcurrentHashMap[StatsColumn, TypedStatsColumn]()
+    @volatile private var records: Array[Long] = null
+    @volatile private var tight: Array[Byte] = null
+    private val builds = new AtomicLong()
+
+    def columnsBuilt: Long = builds.get
+
+    /** The typed columns of `wanted`, building those not built yet in one pass over the chunk's JSON. */
+    def columnsOf(wanted: IndexedSeq[StatsColumn]): IndexedSeq[TypedStatsColumn] = {
+      if (records == null || wanted.exists(c => !columns.containsKey(c))) synchronized {
+        val missing = wanted.distinct.filterNot(columns.containsKey)
+        if (records == null || missing.nonEmpty) build(missing)
+      }
+      wanted.map(columns.get)
+    }
+
+    private def build(missing: IndexedSeq[StatsColumn]): Unit = {
+      val parser = StatsParser.forColumns(missing)
+      val cols = missing.map(new TypedStatsColumn(_, n))
+      val (rs, ts) = if (records == null) (new Array[Long](n), new Array[Byte](n)) else (null, null)
+      var i = 0
+      while (i < n) {
+        val parsed = parser.parse(json(rowAt(i)))
+        if (rs != null) { rs(i) = parsed.records; ts(i) = parsed.tight.toByte }
+        var c = 0
+        while (c < cols.length) {
+          val col = cols(c)
+          col.nullCounts(i) = parsed.nullCounts(c)
+          col.mins.set(i, parsed.mins(c)); col.maxs.set(i, parsed.maxs(c))
+          c += 1
+        }
+        i += 1
+      }
+      cols.foreach(c => columns.put(c.column, c))
+      builds.addAndGet(cols.length)
+      rowsParsed.addAndGet(n)
+      builtColumns.addAndGet(cols.length)
+      if (rs != null) { tight = ts; records = rs }
+    }
+
+    def numRecords(slot: Int): Long = records(slot)
+    def tightBounds(slot: Int): Int = tight(slot)
+
+    def heapBytes: Long = (if (records == null) 0L else n * 9L) +
+      scala.jdk.CollectionConverters.CollectionHasAsScala(columns.values).asScala.map(_.heapBytes).sum
+  }
 }
 
 object TypedStats {
+  /** Rows per chunk: small enough that a pruned query parses little more than it reads, large enough to keep few. */
+  private[log] val ChunkRows = 4096
+
   private val builtColumns = new AtomicLong()
-  /** Statistics columns built from JSON in this JVM (benchmarks and tests: a second query builds none). */
+  /** Statistics columns built from JSON in this JVM, per chunk (benchmarks and tests: a second query builds none). */
   def columnsBuiltInJvm: Long = builtColumns.get
 
   /** Typed statistics over an explicit list of JSON strings (a file list not held in a snapshot's runs). */
-  def of(json: IndexedSeq[String]): TypedStats = new TypedStats(json.length, json)
+  def of(json: IndexedSeq[String]): TypedStats = new TypedStats(json.length, json, () => null)
 }

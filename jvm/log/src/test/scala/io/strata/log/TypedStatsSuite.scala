@@ -136,4 +136,49 @@ class TypedStatsSuite extends AnyFunSuite {
     assert(base.fileSet.statsColumnsBuilt == 2)
     assert(next.typedStatsHeapBytes > 0)
   }
+
+  test("a query pruned to one partition parses only the chunks holding it; each chunk parses a column once") {
+    // 3 partitions interleaved row by row: chunks follow the partition grouping, not the row order
+    val n = 5000
+    val s = snapshotOf((0 until 3 * n).map(i => s"""{"numRecords":1,"minValues":{"i":$i},"maxValues":{"i":$i}}"""))
+    val i = IndexedSeq(columns(0))
+    def read(groups: Seq[(Map[String, Option[String]], FileStatistics)]): Long =
+      groups.map { case (_, g) => val v = g.values(i); (0 until g.length).count(f => v.min(0, f) != null).toLong }.sum
+    val one = s.statsByPartition.filter(_._1 == Map("p" -> Some("1")))
+    assert(read(one) == n)
+    val chunk = TypedStats.ChunkRows
+    val touched = (n + n - 1) / chunk - n / chunk + 1 // chunks over positions n until 2n
+    assert(s.fileSet.statsRowsParsed <= touched * chunk && s.fileSet.statsRowsParsed < 3 * n)
+    assert(s.fileSet.statsColumnsBuilt == touched)
+    // every file: the other chunks parse now, each once; a second pass parses nothing
+    assert(read(s.statsByPartition) == 3 * n)
+    val chunks = (3 * n + chunk - 1) / chunk
+    assert(s.fileSet.statsRowsParsed == 3 * n && s.fileSet.statsColumnsBuilt == chunks)
+    assert(read(s.statsByPartition) == 3 * n && read(one) == n)
+    assert(s.fileSet.statsRowsParsed == 3 * n && s.fileSet.statsColumnsBuilt == chunks)
+  }
+
+  test("prepare builds the chunks of many groups in parallel, each chunk once, with the values a serial read gives") {
+    val n = 3 * TypedStats.ChunkRows + 17
+    val stats = (0 until n).map(i => if (i % 97 == 0) null else corpus(i % corpus.size))
+    val s = snapshotOf(stats)
+    val parallel = snapshotOf(stats)
+    FileStatistics.prepare(parallel.statsByPartition.map(_._2), columns)
+    val chunks = (n + TypedStats.ChunkRows - 1) / TypedStats.ChunkRows
+    assert(parallel.fileSet.statsRowsParsed == n && parallel.fileSet.statsColumnsBuilt == chunks * columns.size)
+    FileStatistics.prepare(parallel.statsByPartition.map(_._2), columns) // built: nothing parses again
+    assert(parallel.fileSet.statsRowsParsed == n)
+    s.statsByPartition.zip(parallel.statsByPartition).foreach { case ((k, serial), (k2, prepared)) =>
+      assert(k == k2)
+      val (a, b) = (serial.values(columns), prepared.values(columns))
+      (0 until serial.length).foreach { i =>
+        assert(a.numRecords(i) == b.numRecords(i) && a.tightBounds(i) == b.tightBounds(i))
+        columns.indices.foreach { c =>
+          assert(a.nullCount(c, i) == b.nullCount(c, i))
+          assert(java.util.Objects.deepEquals(a.min(c, i), b.min(c, i)) &&
+            java.util.Objects.deepEquals(a.max(c, i), b.max(c, i)), s"file $i column ${columns(c).path}")
+        }
+      }
+    }
+  }
 }

@@ -8,9 +8,9 @@ import org.apache.spark.sql.execution.datasources.{FileIndex, PartitionDirectory
 import org.apache.spark.sql.types.StructType
 
 /**
- * The file index of a path read above the distributed-state threshold ([[io.strata.config.ReadConf]]): no file
- * state on the driver. Each listing runs [[DistributedFileState.select]] (reconciliation and pruning in one Spark
- * job) and only the selected files reach the driver; its size is a Spark aggregate, computed once when the planner
+ * The file index of a path read (of the latest version, or by time travel) above the distributed-state threshold
+ * ([[io.strata.config.ReadConf]]): no file state on the driver. Each listing runs [[DistributedFileState.select]]
+ * (pruning in one Spark job over the reconciled state, cached between queries) and only the selected files reach the driver; its size is a Spark aggregate, computed once when the planner
  * first asks. [[PruneLogFileIndex]] replaces it under filters by a [[LogFileIndex]] of the selected files (pruned
  * from this one), as it does a driver-built index, so `inputFiles()` and EXPLAIN show the selection.
  *
@@ -18,11 +18,11 @@ import org.apache.spark.sql.types.StructType
  * protocol lists the `deletionVectors` reader feature reads row indexes (files without a vector read as usual).
  */
 final class DistributedFileIndex(spark: SparkSession, val state: DistributedFileState, val tableSchema: StructType,
-                                 override val partitionSchema: StructType) extends FileIndex with SnapshotRead {
+                                 override val partitionSchema: StructType, override val timeTravel: Boolean = false)
+    extends FileIndex with SnapshotRead {
   private val head = state.head
   override def readTablePath: Path = head.tablePath
   override def readVersion: Long = head.version
-  override def timeTravel: Boolean = false
   val hasDeletionVectors: Boolean = head.protocol.readerFeatures.exists(_.contains("deletionVectors"))
 
   private lazy val totals = state.totals
@@ -33,7 +33,7 @@ final class DistributedFileIndex(spark: SparkSession, val state: DistributedFile
   private[read] def selected(partitionFilters: Seq[Expression], dataFilters: Seq[Expression],
                        pruning: Option[IndexPruning]): LogFileIndex =
     SnapshotReader.filesIndex(spark, head.tablePath, head.metadata, head.version,
-      state.select(partitionFilters, dataFilters), hasDeletionVectors, pruning = pruning)
+      state.select(partitionFilters, dataFilters), hasDeletionVectors, timeTravel, pruning = pruning)
 
   override def listFiles(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Seq[PartitionDirectory] =
     selected(partitionFilters, dataFilters, None).listFiles(Nil, Nil)

@@ -1,5 +1,6 @@
 package io.strata.read
 
+import io.strata.log.FileStatistics
 import io.strata.table.ExactStats
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.Expression
@@ -96,6 +97,7 @@ object LogAggregation {
     val groups = mutable.LinkedHashMap.empty[Seq[Any], Group]
     var files = 0L
     val partitions = index.prunedPartitions(partitionFilters)
+    FileStatistics.prepare(partitions.map(_.stats), parser.statsColumns)
     val it = partitions.iterator
     while (it.hasNext) {
       val p = it.next()

@@ -93,7 +93,9 @@ final class LogFileIndex(
   private def select(partitionFilters: Seq[Expression], dataFilters: Seq[Expression])
       : Seq[(IndexedPartition, Seq[IndexedFile], FileStatistics)] = {
     val skipping = StatsSkipping(dataSchema, dataFilters, partitionSchema)
-    prunedPartitions(partitionFilters).map { p =>
+    val partitions = prunedPartitions(partitionFilters)
+    if (!skipping.isEmpty) FileStatistics.prepare(partitions.map(_.stats), skipping.statsColumns)
+    partitions.map { p =>
       if (skipping.isEmpty) (p, p.files, p.stats) else {
         val values = p.stats.values(skipping.statsColumns)
         val kept = (0 until p.stats.length).filter(i => skipping.mayMatch(values, i, p.values))

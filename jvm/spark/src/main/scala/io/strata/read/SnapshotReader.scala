@@ -31,17 +31,31 @@ object SnapshotReader {
    * ([[ReadConf.distributedState]], decided from the log's listing and `_last_checkpoint` before anything is
    * replayed), over a [[DistributedFileIndex]] (no file state on the driver).
    */
-  def pathRelation(spark: SparkSession, log: TableLog, options: ReadOptions): BaseRelation =
-    if (options.versionAsOf.isDefined || options.timestampAsOf.isDefined)
-      relation(spark, snapshotFor(spark, log, options), timeTravel = true)
-    else latest(spark, log) match {
-      case Right(snapshot) => relation(spark, snapshot)
+  def pathRelation(spark: SparkSession, log: TableLog, options: ReadOptions): BaseRelation = {
+    val timeTravel = options.versionAsOf.isDefined || options.timestampAsOf.isDefined
+    (if (timeTravel) travel(spark, log, options) else latest(spark, log)) match {
+      case Right(snapshot) => relation(spark, snapshot, timeTravel = timeTravel)
       case Left(head) =>
         val table = TableSchema.of(head.metadata)
         val state = new DistributedFileState(spark, head, log.conf, SparkInternals.sessionZone(spark))
-        parquetRelation(spark, new DistributedFileIndex(spark, state, table.schema, table.partitionSchema),
+        parquetRelation(spark, new DistributedFileIndex(spark, state, table.schema, table.partitionSchema, timeTravel),
           table.partitionSchema, table.schema, Map.empty)
     }
+  }
+
+  /**
+   * The version versionAsOf / timestampAsOf name, as [[latest]] takes the latest: its head when its state reaches the
+   * distributed-state threshold (its [[StateSize]]: the checkpoint's count plus the commits' adds), else its snapshot
+   * ([[snapshotFor]]: files a VACUUM deleted are named before the read). The head's read fails on a deleted file as
+   * Spark's scan finds it missing.
+   */
+  private def travel(spark: SparkSession, log: TableLog, options: ReadOptions): Either[SnapshotHead, Snapshot] = {
+    val version = options.versionAsOf.getOrElse(log.versionAsOf(parseTimestampMillis(spark, options.timestampAsOf.get)))
+    val head = log.headAt(version)
+    ProtocolSupport.checkReadable(head.protocol, log.tablePath.toString)
+    if (ReadConf.distributedState(spark, head.size) && head.classicCheckpoint) Left(head)
+    else Right(snapshotFor(spark, log, options))
+  }
 
   /**
    * The latest version as a path read takes it, after one listing: its snapshot, or its head when its state reaches

@@ -2,15 +2,22 @@ package io.strata.state
 
 import java.time.ZoneId
 
-import io.strata.log.{ActionCodec, AddFile, Checkpoints, FileNames, RemoveFile, Snapshot, SnapshotHead, TableLog}
+import scala.util.control.NonFatal
+
+import io.strata.log.{Action, ActionCodec, AddFile, Checkpoints, FileNames, RemoveFile, Snapshot, SnapshotHead,
+  StrataException, TableLog}
 import io.strata.table.{CatalystValues, PartitionPredicate, StatsSkipping, TableSchema}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.{DataFrame, Row, SparkSession}
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.util.MapData
 import org.apache.spark.sql.functions.{broadcast, col, count, max, struct, sum, when}
-import org.apache.spark.sql.types.{BooleanType, LongType, StringType, StructField, StructType}
+import org.apache.spark.sql.types.{BooleanType, LongType, MapType, StringType, StructField, StructType}
+import org.apache.spark.storage.StorageLevel
 import org.apache.spark.util.SerializableConfiguration
+import org.apache.spark.SparkException
 
 /**
  * The live files of one version, reconstructed by Spark jobs instead of on the driver (delta-spark's way for big
@@ -20,7 +27,8 @@ import org.apache.spark.util.SerializableConfiguration
  * commits (PROTOCOL.md, "Action Reconciliation": a remove hides the add), and the checkpoint's adds stand unless a
  * commit after it touched their key, leaving the live adds. Pruning runs in the job too (partition filters on the
  * typed partition values, [[StatsSkipping]] on statistics), so only the selected files reach the driver; totals are
- * Spark aggregates. Nothing is cached: each question is one job.
+ * Spark aggregates. The reconciled adds are kept persisted between queries ([[StateCache]]): a later query of the
+ * same version selects from them without reconciling again, and a newer version applies only its new commits.
  */
 final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, hadoopConf: Configuration,
                                  zone: ZoneId) {
@@ -31,37 +39,32 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
     table.partitionSchema.fieldNames.exists(_.equalsIgnoreCase(f.name))))
 
   /**
-   * The checkpoint's adds (key, JSON line unless only totals are wanted, size, live rows or -1), read by one task per
-   * part with only the `add` column decoded: a
+   * The checkpoint's adds as [[StateSchema]] rows, read by one task per part with only the `add` column decoded: a
    * checkpoint holds the reconciled state (PROTOCOL.md, "Checkpoints": one action per key), so its removes are
    * tombstones that hide nothing in it, and nothing that comes after it.
    */
-  private def checkpointAdds(selector: FileSelector, withAction: Boolean): DataFrame = {
+  private def checkpointAdds: DataFrame = {
     val sc = spark.sparkContext
     val conf = sc.broadcast(new SerializableConfiguration(hadoopConf))
     val root = head.tablePath.toString
     val parts = head.segment.checkpointFiles.map(_.toString)
     val rows = sc.parallelize(parts, math.max(1, parts.size)).mapPartitions(_.flatMap { p =>
       val rootPath = new Path(root)
-      // Pruned where read: only the selected adds become rows (selection is per file, so it commutes with the
-      // anti-join below).
-      Checkpoints.read(new Path(p), conf.value.value, Seq("add")).collect {
-        case f: AddFile if selector.keeps(f) => Row(Snapshot.replayKey(rootPath, f.path, f.dvId),
-          if (withAction) ActionCodec.serialize(f) else null, f.size, f.logicalRows.getOrElse(-1L))
-      }
+      checked(new Path(p), Checkpoints.read(new Path(p), conf.value.value, Seq("add")))
+        .collect { case f: AddFile => stateRow(rootPath, f) }
     })
-    spark.createDataFrame(rows, KeyedSchema)
+    spark.createDataFrame(rows, StateSchema)
   }
 
   /**
-   * The file actions of the commits after the checkpoint (key, version, position in its file, add?, JSON line), each
-   * commit file parsed in a task by our own codec (the checks the driver's replay makes).
+   * The file actions of commits `versions` (key, version, position in its file, add?, JSON line), each commit file
+   * parsed in a task by our own codec (the checks the driver's replay makes).
    */
-  private def commitActions: DataFrame = {
+  private def commitActions(versions: Seq[Long]): DataFrame = {
     val sc = spark.sparkContext
     val conf = sc.broadcast(new SerializableConfiguration(hadoopConf))
     val root = head.tablePath.toString
-    val rows = sc.parallelize(commitVersions, math.max(1, math.min(commitVersions.size, sc.defaultParallelism * 4)))
+    val rows = sc.parallelize(versions, math.max(1, math.min(versions.size, sc.defaultParallelism * 4)))
       .mapPartitions { vs =>
         val log = TableLog.forPath(new Path(root), conf.value.value)
         vs.flatMap { v =>
@@ -76,80 +79,123 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
   private lazy val commitVersions: Seq[Long] = head.segment.commitFiles.flatMap(p => FileNames.classify(p.getName))
     .collect { case FileNames.DeltaFile(v) => v }.sorted
 
-  /** The commits' bytes are small enough to send their keys to every checkpoint task (no shuffle of the checkpoint). */
-  private def commitsAreSmall: Boolean = {
+  /** Commits `versions` are small enough to send their keys to every task of the base (no shuffle of the base). */
+  private def commitsAreSmall(versions: Set[Long]): Boolean = {
     val fs = head.tablePath.getFileSystem(hadoopConf)
-    head.segment.commitFiles.iterator.map(fs.getFileStatus(_).getLen).sum <= BroadcastCommitBytes
+    head.segment.commitFiles.iterator.filter(p => FileNames.classify(p.getName).exists {
+      case FileNames.DeltaFile(v) => versions(v)
+      case _ => false
+    }).map(fs.getFileStatus(_).getLen).sum <= BroadcastCommitBytes
   }
 
   /**
-   * The live adds (JSON line, size, live rows or -1) that `selector` keeps (PROTOCOL.md, "Action Reconciliation"): among the commits, each key's last
-   * action (by version, then position), when it is an add, reconciled by a shuffle on the key; and the checkpoint's
-   * adds whose key no commit after it touches (an anti-join, broadcast when the commits are small).
+   * The live adds after `commits` are applied to `base` (a reconciled state: the checkpoint's adds, or a cached
+   * state of an earlier version), as [[StateSchema]] rows (PROTOCOL.md, "Action Reconciliation"): among the commits,
+   * each key's last action (by version, then position), when it is an add, reconciled by a shuffle on the key; and
+   * the base's adds whose key no commit touches (an anti-join, broadcast when the commits are small).
    */
-  private def live(selector: FileSelector, withAction: Boolean = true): DataFrame = {
-    val columns = Seq(col("action"), col("size"), col("rows"))
-    val fromCheckpoint = head.segment.checkpointVersion.map(_ => checkpointAdds(selector, withAction))
-    if (commitVersions.isEmpty) fromCheckpoint.get.select(columns: _*)
+  private def reconciled(base: Option[DataFrame], commits: Seq[Long]): DataFrame =
+    if (commits.isEmpty) base.get
     else {
-      import spark.implicits._
-      val last = commitActions.groupBy(col("key"))
+      val root = head.tablePath.toString
+      val last = commitActions(commits).groupBy(col("key"))
         .agg(max(struct(col("version"), col("position"), col("isAdd"), col("action"))).as("last"))
-      val fromCommits = last.where(col("last.isAdd")).select(col("last.action").as("action")).as[String]
-        .flatMap { l =>
-          val f = ActionCodec.parse(l).asInstanceOf[AddFile]
-          if (selector.keeps(f)) Some((l, f.size, f.logicalRows.getOrElse(-1L))) else None
-        }.toDF("action", "size", "rows")
-      fromCheckpoint.fold(fromCommits) { cp =>
+      val fromCommits = spark.createDataFrame(last.where(col("last.isAdd")).select(col("last.action")).rdd
+        .mapPartitions { rs =>
+          val rootPath = new Path(root)
+          rs.map(r => stateRow(rootPath, ActionCodec.parse(r.getString(0)).asInstanceOf[AddFile]))
+        }, StateSchema)
+      base.fold(fromCommits) { b =>
         val touched = last.select(col("key"))
-        cp.join(if (commitsAreSmall) broadcast(touched) else touched, Seq("key"), "left_anti")
-          .select(columns: _*).union(fromCommits)
+        b.join(if (commitsAreSmall(commits.toSet)) broadcast(touched) else touched, Seq("key"), "left_anti")
+          .union(fromCommits)
       }
     }
-  }
+
+  /**
+   * This version's live adds ([[StateSchema]]), reconciled once and kept persisted ([[StateCache]]): from the cached
+   * state of an earlier version of the table when only commits of this log segment separate them, else from the
+   * checkpoint and commits.
+   */
+  private lazy val state: DataFrame =
+    StateCache.stateOf(spark.sparkContext, head.tablePath.toString, head.metadata.id, head.version) {
+      (previous, persist) =>
+        val from = previous.filter(p => p.depth < StateCache.MaxDepth &&
+          p.version >= head.segment.checkpointVersion.getOrElse(-1L) && commitVersions.contains(p.version + 1))
+        val df = from match {
+          case Some(p) => reconciled(Some(p.state), commitVersions.filter(_ > p.version))
+          case None => reconciled(head.segment.checkpointVersion.map(_ => checkpointAdds), commitVersions)
+        }
+        if (persist) describing(s"$Reconciling ${head.tablePath} version ${head.version}") {
+          try df.persist(StorageLevel.MEMORY_AND_DISK).count() catch { case e: Throwable => df.unpersist(); throw e }
+        }
+        StateCache.Entry(spark.sparkContext, head.metadata.id, head.version, df, from.fold(0)(_.depth + 1))
+    }
+
+  private def selector(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): FileSelector =
+    FileSelector(PartitionPredicate(table.partitionSchema, partitionFilters), dataSchema, dataFilters,
+      table.partitionSchema, zone)
 
   /**
    * The live files that `partitionFilters` (over partition columns) and `dataFilters` (over data columns, skipped by
    * statistics) may match, collected to the driver: the same files the driver's `LogFileIndex` (package read)
-   * selects for the same filters.
+   * selects for the same filters. Selected in tasks over the cached state: only the kept files' actions are parsed.
    */
   def select(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Seq[AddFile] = {
-    val selector = FileSelector(PartitionPredicate(table.partitionSchema, partitionFilters), dataSchema, dataFilters,
-      table.partitionSchema, zone)
+    val keep = selector(partitionFilters, dataFilters)
+    val rows = state
     describing(s"Strata: files of ${head.tablePath} version ${head.version}") {
-      live(selector).rdd.map(_.getString(0)).collect().toSeq.map(l => ActionCodec.parse(l).asInstanceOf[AddFile])
-    }
+      // Catalyst rows: only a kept file's action becomes a String, and each distinct partition is decided once.
+      rows.select(col("action"), col("stats"), col("partitionValues")).queryExecution.toRdd.mapPartitions { it =>
+        val partitions = new java.util.HashMap[String, Option[InternalRow]]()
+        def stats(r: InternalRow) = if (r.isNullAt(1)) null else r.getUTF8String(1).toString
+        it.filter { r =>
+          val m = r.getMap(2)
+          val key = partitionKey(m)
+          var values = partitions.get(key)
+          if (values == null) { values = keep.partitionKept(partitionValues(m)); partitions.put(key, values) }
+          values.exists(v => keep.statsKept(Option(stats(r)), v))
+        }.map(r => (r.getUTF8String(0).toString, stats(r)))
+      }.collect().toSeq
+    }.map { case (a, s) => ActionCodec.parse(a).asInstanceOf[AddFile].copy(stats = Option(s)) }
   }
-
-  private def all = FileSelector(PartitionPredicate(table.partitionSchema, Nil), dataSchema, Nil,
-    table.partitionSchema, zone)
 
   /** The live files' paths as the table names them (absolute), for `inputFiles()`. */
   def paths: Seq[String] = {
     val root = head.tablePath.toString
+    val rows = state
     describing(s"Strata: file paths of ${head.tablePath} version ${head.version}") {
-      live(all).rdd.mapPartitions { rows =>
+      rows.select(col("action")).rdd.mapPartitions { rs =>
         val rootPath = new Path(root)
-        rows.map(r => Snapshot.absolutePath(rootPath,
-          ActionCodec.parse(r.getString(0)).asInstanceOf[AddFile].path).toString)
+        rs.map(r =>
+          Snapshot.absolutePath(rootPath, ActionCodec.parse(r.getString(0)).asInstanceOf[AddFile].path).toString)
       }.collect().toSeq
     }
   }
 
   /** Files, bytes, and logical rows (None unless every file states `numRecords`), as one Spark aggregate. */
-  def totals: Totals = describing(s"Strata: totals of ${head.tablePath} version ${head.version}") {
-    val files = live(all, withAction = false)
-    val r: Row = files.agg(count(col("size")), sum(col("size")), sum(when(col("rows") < 0, 1L).otherwise(0L)),
-      sum(when(col("rows") >= 0, col("rows")).otherwise(0L))).head()
-    def long(i: Int) = if (r.isNullAt(i)) 0L else r.getLong(i)
-    Totals(long(0), long(1), if (long(2) == 0) Some(long(3)) else None)
+  def totals: Totals = {
+    val files = state
+    describing(s"Strata: totals of ${head.tablePath} version ${head.version}") {
+      val r: Row = files.agg(count(col("size")), sum(col("size")), sum(when(col("rows") < 0, 1L).otherwise(0L)),
+        sum(when(col("rows") >= 0, col("rows")).otherwise(0L))).head()
+      def long(i: Int) = if (r.isNullAt(i)) 0L else r.getLong(i)
+      Totals(long(0), long(1), if (long(2) == 0) Some(long(3)) else None)
+    }
   }
 
+  /**
+   * Runs `body`'s jobs under the description `what`. A Strata error raised in a task (a corrupt checkpoint or commit)
+   * is thrown as itself, as the driver's replay throws it, not inside Spark's job failure.
+   */
   private def describing[T](what: String)(body: => T): T = {
     val sc = spark.sparkContext
     val before = sc.getLocalProperty("spark.job.description")
     sc.setJobDescription(what)
-    try body finally sc.setJobDescription(before)
+    try body catch {
+      case e: SparkException => throw Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null)
+        .collectFirst { case s: StrataException => s }.getOrElse(e)
+    } finally sc.setJobDescription(before)
   }
 }
 
@@ -164,11 +210,22 @@ object DistributedFileState {
     @transient private lazy val skipping = StatsSkipping(dataSchema, dataFilters, partitionSchema)
     private val everything = partitions.filters.isEmpty && dataFilters.isEmpty
 
-    def keeps(f: AddFile): Boolean = everything || {
-      val values = CatalystValues.partitionRow(partitionSchema, f.partitionValues, zone)
-      // Partition values also bound the filters that mix partition and data columns, as on the driver.
-      partitions.keeps(values) && skipping.mayMatch(f.stats, values)
+    /** The file's typed partition values when its partition is kept, else None. */
+    def partitionKept(partitionValues: Map[String, Option[String]]): Option[InternalRow] = {
+      val values = CatalystValues.partitionRow(partitionSchema, partitionValues, zone)
+      if (everything || partitions.keeps(values)) Some(values) else None
     }
+
+    /** Whether statistics skipping keeps a file of a kept partition (partition values also bound mixed filters). */
+    def statsKept(stats: Option[String], values: InternalRow): Boolean = everything || skipping.mayMatch(stats, values)
+  }
+
+  /** The actions of checkpoint file `file`, its read failures thrown as the driver's replay throws them. */
+  private def checked(file: Path, actions: => Iterator[Action]): Iterator[Action] = new Iterator[Action] {
+    private def guard[T](body: => T): T = try body catch { case NonFatal(e) => throw Checkpoints.readFailure(file, e) }
+    private lazy val inner = guard(actions)
+    def hasNext: Boolean = guard(inner.hasNext)
+    def next(): Action = guard(inner.next())
   }
 
   /** A version's live files, bytes, and rows when every file's statistics count them. */
@@ -177,16 +234,49 @@ object DistributedFileState {
   /** Commits of at most this many bytes have their keys broadcast to the checkpoint's tasks. */
   private val BroadcastCommitBytes = 64L << 20
 
-  private val KeyedSchema = StructType(Seq(StructField("key", StringType, nullable = false),
-    StructField("action", StringType, nullable = true), StructField("size", LongType, nullable = false),
-    StructField("rows", LongType, nullable = false)))
+  /** Description of the job that reconciles (and caches) a version's state: tests count these jobs. */
+  val Reconciling = "Strata: reconciling the state of"
+
+  /**
+   * A live add as the state keeps it: replay key, the action's JSON without its statistics, the statistics, partition
+   * values (what selection reads, without parsing the action), size and live rows (-1 unknown).
+   */
+  private val StateSchema = StructType(Seq(StructField("key", StringType, nullable = false),
+    StructField("action", StringType, nullable = false), StructField("stats", StringType, nullable = true),
+    StructField("partitionValues", MapType(StringType, StringType, valueContainsNull = true), nullable = false),
+    StructField("size", LongType, nullable = false), StructField("rows", LongType, nullable = false)))
+
+  private def stateRow(root: Path, f: AddFile): Row = Row(Snapshot.replayKey(root, f.path, f.dvId),
+    ActionCodec.serialize(f.copy(stats = None)), f.stats.orNull, f.partitionValues.map { case (k, v) => k -> v.orNull },
+    f.size, f.logicalRows.getOrElse(-1L))
+
+  private def partitionValues(m: MapData): Map[String, Option[String]] = {
+    val (keys, values) = (m.keyArray(), m.valueArray())
+    (0 until m.numElements()).map { i =>
+      keys.getUTF8String(i).toString -> (if (values.isNullAt(i)) None else Some(values.getUTF8String(i).toString))
+    }.toMap
+  }
+
+  /** A partition-value map as one string (a lookup key): each key and value, a null value apart from any string. */
+  private def partitionKey(m: MapData): String = {
+    val (keys, values) = (m.keyArray(), m.valueArray())
+    val b = new java.lang.StringBuilder
+    var i = 0
+    while (i < m.numElements()) {
+      b.append(keys.getUTF8String(i).toString).append('\u0000')
+      if (values.isNullAt(i)) b.append('\u0001') else b.append('\u0002').append(values.getUTF8String(i).toString)
+      b.append('\u0000')
+      i += 1
+    }
+    b.toString
+  }
 
   private val ActionSchema = StructType(Seq(StructField("key", StringType, nullable = false),
     StructField("version", LongType, nullable = false), StructField("position", LongType, nullable = false),
     StructField("isAdd", BooleanType, nullable = false), StructField("action", StringType, nullable = false)))
 
   /** A file action as a row of [[ActionSchema]]; None for any other action. */
-  private def row(root: Path, a: io.strata.log.Action, version: Long, position: Long, line: => String): Option[Row] =
+  private def row(root: Path, a: Action, version: Long, position: Long, line: => String): Option[Row] =
     a match {
       case f: AddFile => Some(Row(Snapshot.replayKey(root, f.path, f.dvId), version, position, true, line))
       case r: RemoveFile => Some(Row(Snapshot.replayKey(root, r.path, r.dvId), version, position, false, line))

@@ -47,8 +47,12 @@ class DistributedStateSuite extends AnyFunSuite with SparkTestSession {
 
   private final case class Outcome(files: Set[IndexedFile], inputFiles: Set[String], rows: Seq[String], count: Long)
 
-  private def outcome(path: String, filter: String, wantDistributed: Boolean): Outcome = {
-    def read() = { val df = spark.read.format("strata").load(path); if (filter.isEmpty) df else df.where(filter) }
+  private def outcome(path: String, filter: String, wantDistributed: Boolean,
+                      options: Map[String, String] = Map.empty): Outcome = {
+    def read() = {
+      val df = spark.read.format("strata").options(options).load(path)
+      if (filter.isEmpty) df else df.where(filter)
+    }
     val df = read()
     val index = plannedIndex(df)
     assert(isDistributed(index) == wantDistributed, s"$path where '$filter': planned over $index")
@@ -60,12 +64,16 @@ class DistributedStateSuite extends AnyFunSuite with SparkTestSession {
    * at least one filter leaves files out (so the pruning itself is compared, not only the whole set). Returns the
    * unfiltered file set.
    */
-  private def sameBothWays(path: String, filters: String*): Set[IndexedFile] = {
+  private def sameBothWays(path: String, filters: String*): Set[IndexedFile] =
+    sameBothWaysWith(Map.empty)(path, filters: _*)
+
+  /** [[sameBothWays]] for a read with `options` (time travel). */
+  private def sameBothWaysWith(options: Map[String, String])(path: String, filters: String*): Set[IndexedFile] = {
     var all = Set.empty[IndexedFile]
     var pruned = false
     ("" +: filters).foreach { filter =>
-      val driver = onDriver(outcome(path, filter, wantDistributed = false))
-      val jobs = distributed(outcome(path, filter, wantDistributed = true))
+      val driver = onDriver(outcome(path, filter, wantDistributed = false, options))
+      val jobs = distributed(outcome(path, filter, wantDistributed = true, options))
       assert(jobs.files == driver.files, s"files of $path where '$filter'\n driver only: " +
         s"${driver.files -- jobs.files}\n distributed only: ${jobs.files -- driver.files}")
       assert(jobs.inputFiles == driver.inputFiles, s"inputFiles() of $path where '$filter'")
@@ -199,12 +207,53 @@ class DistributedStateSuite extends AnyFunSuite with SparkTestSession {
     def planned() = plannedIndex(spark.read.format("strata").load(path))
     withConf(ReadConf.DistributedFilesKey -> Some(live.toString))(assert(planned().isInstanceOf[DistributedFileIndex]))
     withConf(ReadConf.DistributedFilesKey -> Some((live + 1).toString))(assert(planned().isInstanceOf[LogFileIndex]))
-    // time travel stays on the driver
-    distributed(assert(plannedIndex(spark.read.format("strata").option("versionAsOf", "1").load(path))
-      .isInstanceOf[LogFileIndex]))
     val e = intercept[io.strata.log.InvalidTableOperationException] {
       withConf(ReadConf.DistributedFilesKey -> Some("lots"))(planned())
     }
     assert(e.getMessage.contains(ReadConf.DistributedFilesKey) && e.getMessage.contains("lots"))
+  }
+
+  test("time travel: versionAsOf and timestampAsOf (in a non-UTC session) take the distributed path alike") {
+    val (path, _) = strataTable(Some(None))
+    val log = logOf(path)
+    val head = log.headOption().get
+    // before the checkpoint (commits only), at it, and after it (a remove and a re-add since)
+    Seq(1L, 3L, head.version - 1).foreach { v =>
+      sameBothWaysWith(Map("versionAsOf" -> v.toString))(path, "p = 'p1'", "id < 5", "p = 'p0' OR id >= 30")
+    }
+    val stamps = log.commitTimestamps().toMap
+    withConf("spark.sql.session.timeZone" -> Some("Asia/Kolkata")) {
+      // the commit's instant written as a local time of the session: 2 is the version it names
+      val local = java.time.Instant.ofEpochMilli(stamps(2L)).atZone(java.time.ZoneId.of("Asia/Kolkata"))
+        .toLocalDateTime.toString.replace('T', ' ')
+      val files = sameBothWaysWith(Map("timestampAsOf" -> local))(path, "id < 5", "p = 'p2'")
+      assert(files == sameBothWaysWith(Map("versionAsOf" -> "2"))(path))
+    }
+    // a time-travel read is no read of the latest version (writes do not validate against it)
+    distributed(assert(plannedIndex(spark.read.format("strata").option("versionAsOf", "1").load(path))
+      .asInstanceOf[DistributedFileIndex].timeTravel))
+  }
+
+  test("a malformed add row in a checkpoint: the distributed path raises the driver path's CorruptLogException") {
+    val (path, _) = strataTable(Some(None))
+    val log = logOf(path)
+    val snap = log.snapshot()
+    val logDir = new Path(log.tablePath, "_delta_log")
+    val fs = logDir.getFileSystem(sessionHadoopConf())
+    // A checkpoint of the latest version with an add whose path is no URI reference; every older checkpoint and
+    // commit gone: nothing to fall back on.
+    val cp = new Path(logDir, f"${snap.version}%020d.checkpoint.parquet")
+    io.strata.log.Checkpoints.write(cp, Iterator(snap.protocol, snap.metadata) ++
+      Iterator(snap.files.head.copy(path = "p=50%/bad path.parquet")) ++ snap.files.iterator.drop(1), sessionHadoopConf())
+    fs.listStatus(logDir).map(_.getPath).filter(p => p.getName.matches("\\d{20}\\..*") &&
+      !p.getName.startsWith(f"${snap.version}%020d.")).foreach(fs.delete(_, false))
+    def failure(): io.strata.log.CorruptLogException =
+      intercept[io.strata.log.CorruptLogException](spark.read.format("strata").load(path).where("id < 5").count())
+    val driver = onDriver(failure())
+    val jobs = distributed(failure())
+    Seq(driver, jobs).foreach { e =>
+      assert(e.getMessage.contains(cp.getName) && e.getMessage.contains("add.path"), e.getMessage)
+    }
+    assert(jobs.getMessage == driver.getMessage)
   }
 }

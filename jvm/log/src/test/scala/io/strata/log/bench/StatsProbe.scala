@@ -10,7 +10,8 @@ import org.apache.hadoop.fs.Path
  * Typed statistics columns at scale (issue 23): on [[ScaleProbe]]'s synthetic table of N files (one statistics
  * column, `id`), the heap a file's state takes without and with the typed column of `id`, and the time of a
  * stats-pruned "query" (the files whose id range holds one value, over every file) that builds the typed column,
- * then again from it, against parsing every file's JSON per query (streaming, and as a tree: what skipping did before).
+ * then again from it, against parsing every file's JSON per query (streaming, and as a tree: what skipping did before);
+ * first of all, a query of one partition (its chunks of the typed column only).
  * `log/Test/runMain io.strata.log.bench.StatsProbe <files> [dir]`; run in a JVM with the heap to test (-Xmx3g).
  */
 object StatsProbe {
@@ -69,11 +70,21 @@ object StatsProbe {
       s.statsByPartition.foreach { case (_, g) => var i = 0; while (i < g.length) { if (g.deletedRows(i) == 0) files += 1; i += 1 } }
       files
     }
+    // A query pruned to one partition first (as partition filters leave it): only the chunks holding it parse.
+    val groups = s.statsByPartition
+    def onePartition(): Int = {
+      val g = groups(groups.size / 2)._2
+      val v = g.values(id)
+      (0 until g.length).count(i => v.min(0, i) != null)
+    }
+    timed("1st query of one partition from typed columns (builds its chunks only)")(onePartition())
+    println(f"  rows parsed: ${s.fileSet.statsRowsParsed}%,d of $n%,d")
+    timed("2nd query of that partition")(onePartition())
     timed("walk every file's position (no statistics read)")(walk())
     timed("re-parse every file's JSON as a tree (as skipping did per query before)")(parsedQuery(tree = true))
     timed("re-parse every file's JSON, streaming, per query")(parsedQuery(tree = false))
     timed("again, streaming re-parse")(parsedQuery(tree = false))
-    timed("1st query from typed columns (builds the column of id once)")(typedQuery())
+    timed("1st query over every file from typed columns (builds the other chunks' column of id)")(typedQuery())
     val typed = heap()
     println(f"typed column of id: heap +${(typed - loaded).toDouble / n}%.1f B/file (counted ${s.typedStatsHeapBytes.toDouble / n}%.1f B/file); " +
       f"state with it ${(noStats + s.typedStatsHeapBytes).toDouble / n}%.0f B/file without the JSON, " +
