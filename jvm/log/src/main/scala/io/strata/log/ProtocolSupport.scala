@@ -16,7 +16,10 @@ object ProtocolSupport {
     Set("appendOnly", "invariants", "checkConstraints", "timestampNtz", "vacuumProtocolCheck", "deletionVectors",
       "domainMetadata", "inCommitTimestamp", "variantType", "variantType-preview", "columnMapping",
       "v2Checkpoint", // written with classic single-file checkpoints, which the feature allows
-      "checkpointProtection") // honoured by LogCleanup; Strata checkpoints only its latest version
+      "checkpointProtection", // honoured by LogCleanup; Strata checkpoints only its latest version
+      // Writes follow the table's (widened) schema; ALTER COLUMN TYPE records delta.typeChanges
+      // (io.strata.catalog.TypeWideningChanges) and refuses any change PROTOCOL.md does not list.
+      "typeWidening", "typeWidening-preview")
 
   /** The writer features a legacy writer version implies (PROTOCOL.md, "Table Features"). */
   private def legacyWriterFeatures(writerVersion: Int): Set[String] =
@@ -38,7 +41,8 @@ object ProtocolSupport {
       (if (deletionVectorsEnabled(metadata)) Set("deletionVectors") else Set.empty[String]) ++
       (if (usesVariant(metadata)) Set("variantType") else Set.empty[String]) ++
       (if (metadata.configuration.get(V2Checkpoints.PolicyKey).exists(_.trim.equalsIgnoreCase("v2")))
-        Set(V2Checkpoints.Feature) else Set.empty[String])
+        Set(V2Checkpoints.Feature) else Set.empty[String]) ++
+      (if (typeWideningEnabled(metadata)) Set(TypeWideningFeature) else Set.empty[String])
     // Writer-only features the metadata asks for (reader version unchanged).
     val writerOnly = if (InCommitTimestamps.enabled(metadata)) Set(InCommitTimestamps.Feature) else Set.empty[String]
     val mapped = ColumnMapping.enabled(metadata) // reader 2 / writer 5, or the feature where features are listed
@@ -63,7 +67,13 @@ object ProtocolSupport {
   }
 
   /** Features whose preview name delta-spark wrote before their final one (same rules). */
-  private val PreviewNames = Map("variantType" -> "variantType-preview")
+  private val PreviewNames = Map("variantType" -> "variantType-preview", TypeWideningFeature -> "typeWidening-preview")
+
+  val TypeWideningFeature = "typeWidening"
+  val TypeWideningKey = "delta.enableTypeWidening"
+  /** `delta.enableTypeWidening`: ALTER COLUMN TYPE may widen a column (PROTOCOL.md, "Type Widening"). */
+  def typeWideningEnabled(m: Metadata): Boolean =
+    m.configuration.get(TypeWideningKey).exists(_.trim.equalsIgnoreCase("true"))
 
   /**
    * The weakest protocol that has everything `current` and `needed` have; `current` itself when it already covers
