@@ -79,18 +79,22 @@ object FeatureTraces {
     case "typeWidening" | "typeWidening-preview" => Map(ProtocolSupport.TypeWideningKey -> None)
     case "deletionVectors" => Map("delta.enableDeletionVectors" -> None)
     case "v2Checkpoint" => Map("delta.checkpointPolicy" -> Some("classic")) // as delta-spark leaves it
-    case "inCommitTimestamp" => Seq("delta.enableInCommitTimestamps", "delta.inCommitTimestampEnablementVersion",
-      "delta.inCommitTimestampEnablementTimestamp").map(_ -> None).toMap
+    // delta-spark turns it off (when on) and forgets when it was turned on.
+    case "inCommitTimestamp" => Map("delta.enableInCommitTimestamps" -> Some("false"),
+      "delta.inCommitTimestampEnablementVersion" -> None, "delta.inCommitTimestampEnablementTimestamp" -> None)
     case _ => Map.empty
   }
 
   /** The feature's properties whose value must still change. */
   private def pending(conf: Map[String, String], feature: String): Map[String, Option[String]] =
-    properties(feature).filter { case (k, v) => conf.get(k) != v }
+    properties(feature).filter {
+      case (k, Some("false")) => conf.get(k).exists(_.trim.equalsIgnoreCase("true")) // an absent flag is off
+      case (k, v) => conf.get(k) != v
+    }
 
   /** `conf` with the feature's properties as they are after its drop. */
   def applied(conf: Map[String, String], feature: String): Map[String, String] =
-    properties(feature).foldLeft(conf) { case (c, (k, v)) => v.fold(c - k)(x => c + (k -> x)) }
+    pending(conf, feature).foldLeft(conf) { case (c, (k, v)) => v.fold(c - k)(x => c + (k -> x)) }
 
   /** Unsets the feature's properties and removes its traces from the schema and the files, each in a commit. */
   def remove(spark: SparkSession, log: TableLog, feature: String, table: String): Unit = {
