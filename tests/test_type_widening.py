@@ -125,3 +125,25 @@ def test_alter_column_type_widens_as_delta_spark(spark: SparkSession, peer: Peer
         q = f"SELECT * FROM {{t}} WHERE {where}"
         assert (sorted(spark.sql(q.format(t=t)).toJSON().collect())
                 == peer.call("query", sql=q.format(t=d))["rows"]), where
+
+
+def test_merge_schema_widens_columns(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
+    path = tmp_path / "evolved"
+    spark.sql(f"CREATE TABLE strata.`{path}` (a INT, b FLOAT, d DECIMAL(5, 2), p STRING) USING strata "
+              "PARTITIONED BY (p) TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
+    spark.sql(f"INSERT INTO strata.`{path}` VALUES (1, 1.5, 1.25, 'x')")
+    wider = spark.sql("SELECT 5000000000L AS a, 2.5D AS b, CAST(123456.789 AS DECIMAL(9, 3)) AS d, 'x' AS p, "
+                      "'new' AS c")
+    # Without mergeSchema a wider column is a mismatch, as before; int -> double is no widening for evolution.
+    with pytest.raises(strata.StrataError, match="column 'a' is int in the table but bigint in the data"):
+        strata.write(wider, path, mode="append")
+    with pytest.raises(strata.StrataError, match="column 'a' is int in the table but double in the data"):
+        strata.write(spark.sql("SELECT 1.5D AS a, 1.5D AS b, 1.0BD AS d, 'x' AS p"), path, mode="append",
+                     merge_schema=True)
+    strata.write(wider, path, mode="append", merge_schema=True)
+    got = {f["name"]: (f["type"], [c["fromType"] + ">" + c["toType"] for c in f["metadata"].get("delta.typeChanges", [])])
+           for f in fields(path)}
+    assert got == {"a": ("long", ["integer>long"]), "b": ("double", ["float>double"]),
+                   "d": ("decimal(9,3)", ["decimal(5,2)>decimal(9,3)"]), "p": ("string", []), "c": ("string", [])}
+    assert strata_json(spark, path) == peer.read(path)[0]
+    assert len(strata_json(spark, path)) == 2

@@ -53,6 +53,29 @@ object TypeWideningChanges {
     replace(schema, path.toList, field.copy(dataType = to, metadata = metadata))
   }
 
+  /**
+   * Schema evolution (`mergeSchema`) on a table with `delta.enableTypeWidening`: each top-level data column whose type
+   * is a wider one of its table column's (delta-spark's subset for evolution: integral, float -> double, decimal,
+   * date -> timestamp_ntz) widens it, recorded as ALTER COLUMN TYPE records it. Partition columns never widen.
+   */
+  def evolve(table: StructType, data: StructType, meta: io.strata.log.Metadata, protocol: Protocol,
+      commitVersion: Long, tableName: String): StructType =
+    if (!ProtocolSupport.typeWideningEnabled(meta)) table
+    else data.fields.foldLeft(table) { (schema, d) =>
+      schema.fields.find(_.name.equalsIgnoreCase(d.name)) match {
+        case Some(f) if !meta.partitionColumns.exists(_.equalsIgnoreCase(f.name)) && evolvable(f.dataType, d.dataType) =>
+          widen(schema, Seq(f.name), d.dataType, meta.configuration, meta.partitionColumns, protocol, commitVersion,
+            tableName)
+        case _ => schema
+      }
+    }
+
+  private def evolvable(from: DataType, to: DataType): Boolean = from != to && supported(from, to) && ((from, to) match {
+    case (ByteType | ShortType | IntegerType, ShortType | IntegerType | LongType) => true
+    case (FloatType, DoubleType) | (DateType, TimestampNTZType) | (_: DecimalType, _: DecimalType) => true
+    case _ => false
+  })
+
   /** PROTOCOL.md's list of widenings (delta-spark's TypeWidening.isTypeChangeSupported). */
   def supported(from: DataType, to: DataType): Boolean = (from, to) match {
     case (ByteType, ShortType | IntegerType | LongType) | (ShortType, IntegerType | LongType) |
