@@ -119,10 +119,10 @@ def test_type_widening_reads_files_from_before_the_widening(spark: SparkSession,
         q = f"SELECT * FROM {{t}} WHERE {where}"
         assert (sorted(spark.sql(q.format(t=f"strata.`{path}`")).toJSON().collect())
                 == peer.call("query", sql=q.format(t=d))["rows"]), where
-    # A reader-writer feature Strata does not write: writes are refused naming it, reads are not.
-    with pytest.raises(strata.ProtocolError, match="typeWidening"):
-        strata.write(spark.sql("SELECT 1L AS i, 1 AS s, 1.0D AS f, CAST(1 AS DECIMAL(10, 4)) AS m, "
-                               "CAST(NULL AS DATE) AS dt"), path, mode="append")
+    # Strata writes the widened table (the new types), delta-spark reads it back as Strata does.
+    strata.write(spark.sql("SELECT 9000000001L AS i, 70001 AS s, 2.5D AS f, CAST(1.2345 AS DECIMAL(10, 4)) AS m, "
+                           "CAST(NULL AS DATE) AS dt"), path, mode="append")
+    assert strata_json(spark, path) == peer.read(path)[0]
 
 
 def test_v2_checkpoints_written_by_strata(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:

@@ -92,7 +92,7 @@ def test_alter_upgrades_in_the_metadata_commit_and_never_downgrades(spark: Spark
     ("'delta.checkpointIntervl'='5'", r"Did you mean 'delta.checkpointInterval'\?"),
     ("'delta.enableIcebergCompatV1'='true'", r"delta.enableIcebergCompatV1='true' .* needs Iceberg compatibility"),
     ("'delta.enableRowTracking'='true'", r"delta.enableRowTracking='true' .* row tracking"),
-    ("'delta.enableTypeWidening'='true'", r"delta.enableTypeWidening='true' .* type widening"),
+    ("'delta.enableTypeWidening'='maybe'", r"delta.enableTypeWidening .* invalid value 'maybe': it must be true or false"),
     ("'delta.universalFormat.enabledFormats'='iceberg'", r"delta.universalFormat.enabledFormats='iceberg' .* UniForm"),
     ("'delta.feature.rowTracking'='supported'", r"table feature rowTracking, which Strata cannot write"),
     ("'delta.feature.rowTracking'='supported'", r"table feature rowTracking, which Strata cannot write"),

@@ -286,7 +286,10 @@ def serve_one(spark: SparkSession, request: dict[str, Any]) -> dict[str, Any]:
             try:
                 spark.sql(statement)
             except Exception as e:
-                return {"error": str(e).strip().splitlines()[0][:1000], "statement": statement}
+                # A py4j error's first line only names the call; the JVM exception's line follows it.
+                lines = [line for line in str(e).strip().splitlines() if line.strip()]
+                cause = next((line for line in lines if line.startswith(": ")), lines[0] if lines else "")
+                return {"error": cause.lstrip(": ")[:1000], "statement": statement}
         return {}
     if op == "query":
         return {"rows": sorted(spark.sql(request["sql"]).toJSON().collect())}

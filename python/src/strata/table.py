@@ -342,6 +342,18 @@ class Table:
         [row] = rows(self._call("checkpoint"))
         return int(row["version"])
 
+    def drop_feature(self, feature: str) -> int:
+        """Removes a table feature's traces and drops it from the protocol, as delta-spark's ``ALTER TABLE ... DROP
+        FEATURE`` (``CALL <catalog>.system.drop_feature``); returns the version of the drop.
+
+        >>> t.drop_feature("typeWidening")
+        21
+        """
+        if not isinstance(feature, str) or not feature:
+            raise InvalidOptionError(f"feature must be a table feature name such as 'typeWidening'; got {feature!r}")
+        [row] = rows(self._call("drop_feature", feature=feature))
+        return int(row["version"])
+
     def cleanup_log(self, retention_hours: float | None = None) -> LogCleanupResult:
         """Deletes log entries older than ``delta.logRetentionDuration`` (30 days; ``retention_hours`` overrides it)
         that no retained version needs (``CALL <catalog>.system.cleanup_log``). Time travel before

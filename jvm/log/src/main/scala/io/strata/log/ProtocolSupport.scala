@@ -18,7 +18,10 @@ object ProtocolSupport {
       "v2Checkpoint", // written with classic single-file checkpoints, which the feature allows
       "checkpointProtection", // honoured by LogCleanup; Strata checkpoints only its latest version
       // Clustering columns keep statistics (checked at CLUSTER BY and on later changes of the statistics settings).
-      "clustering")
+      "clustering",
+      // Writes follow the table's (widened) schema; ALTER COLUMN TYPE records delta.typeChanges
+      // (the connector's TypeWideningChanges) and refuses any change PROTOCOL.md does not list.
+      "typeWidening", "typeWidening-preview")
 
   /** The writer features a legacy writer version implies (PROTOCOL.md, "Table Features"). */
   private def legacyWriterFeatures(writerVersion: Int): Set[String] =
@@ -40,7 +43,8 @@ object ProtocolSupport {
       (if (deletionVectorsEnabled(metadata)) Set("deletionVectors") else Set.empty[String]) ++
       (if (usesVariant(metadata)) Set("variantType") else Set.empty[String]) ++
       (if (metadata.configuration.get(V2Checkpoints.PolicyKey).exists(_.trim.equalsIgnoreCase("v2")))
-        Set(V2Checkpoints.Feature) else Set.empty[String])
+        Set(V2Checkpoints.Feature) else Set.empty[String]) ++
+      (if (typeWideningEnabled(metadata)) Set(TypeWideningFeature) else Set.empty[String])
     // Writer-only features the metadata asks for (reader version unchanged).
     val writerOnly = if (InCommitTimestamps.enabled(metadata)) Set(InCommitTimestamps.Feature) else Set.empty[String]
     val mapped = ColumnMapping.enabled(metadata) // reader 2 / writer 5, or the feature where features are listed
@@ -65,7 +69,13 @@ object ProtocolSupport {
   }
 
   /** Features whose preview name delta-spark wrote before their final one (same rules). */
-  private val PreviewNames = Map("variantType" -> "variantType-preview")
+  private val PreviewNames = Map("variantType" -> "variantType-preview", TypeWideningFeature -> "typeWidening-preview")
+
+  val TypeWideningFeature = "typeWidening"
+  val TypeWideningKey = "delta.enableTypeWidening"
+  /** `delta.enableTypeWidening`: ALTER COLUMN TYPE may widen a column (PROTOCOL.md, "Type Widening"). */
+  def typeWideningEnabled(m: Metadata): Boolean =
+    m.configuration.get(TypeWideningKey).exists(_.trim.equalsIgnoreCase("true"))
 
   /**
    * The weakest protocol that has everything `current` and `needed` have; `current` itself when it already covers

@@ -72,7 +72,7 @@ object TableProperties {
     "columnMapping.mode" -> OneOf(ColumnMapping.Modes),
     "columnMapping.maxColumnId" -> Unsupported("column mapping (it is maintained by column mapping itself)", _ => false),
     "enableRowTracking" -> unsupportedFlag("row tracking (table feature rowTracking)"),
-    "enableTypeWidening" -> unsupportedFlag("type widening (table feature typeWidening)"),
+    "enableTypeWidening" -> Bool, // true: the feature typeWidening (ProtocolSupport.minimumFor)
     "enableIcebergCompatV1" -> unsupportedFlag("Iceberg compatibility (table feature icebergCompatV1)"),
     "enableIcebergCompatV2" -> unsupportedFlag("Iceberg compatibility (table feature icebergCompatV2)"),
     "enableIcebergCompatV3" -> unsupportedFlag("Iceberg compatibility (table feature icebergCompatV3)"),
@@ -100,8 +100,8 @@ object TableProperties {
     "catalogOwned-preview", "allowColumnDefaults", "checkpointProtection", "collations-preview",
     "materializePartitionColumns", "icebergWriterCompatV1", "icebergWriterCompatV3", "geospatial")
   /** Features with reader rules: supporting one needs reader version 3 as well. */
-  private val ReaderWriterFeatures =
-    Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors", "variantType", "variantType-preview", "v2Checkpoint")
+  private val ReaderWriterFeatures = Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors", "variantType",
+    "variantType-preview", "v2Checkpoint", "typeWidening", "typeWidening-preview")
 
   /** True for the keys that ask for a protocol rather than being stored in the metadata. */
   def isProtocolProperty(key: String): Boolean = {

@@ -70,6 +70,10 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
   /** Stages a `domainMetadata` action for the commit (e.g. a table feature's system domain, [[Clustering]]). */
   def writeDomain(d: DomainMetadata): Unit = domains = domains.filterNot(_.domain == d.domain) :+ d
 
+  /** Commits exactly protocol `p`, a downgrade included (DROP FEATURE: [[FeatureDrop]]); the metadata must fit it. */
+  def downgradeProtocol(p: Protocol): Unit = downgradedProtocol = Some(p)
+  private var downgradedProtocol: Option[Protocol] = None
+
   /** Declares that the outcome depends on these files still being there (files it will remove or rewrite). */
   def readFiles(files: Iterable[AddFile]): Unit =
     reads = reads.copy(files = reads.files ++ files.map(f => Snapshot.absolutePath(log.tablePath, f.path).toString))
@@ -113,7 +117,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
       case Some(s) if newMetadata.isDefined => ProtocolSupport.upgradeFor(s.protocol, meta)
       case Some(s) => s.protocol
     }
-    val protocol = requiredProtocol.fold(derived)(ProtocolSupport.merge(derived, _))
+    val protocol = downgradedProtocol.getOrElse(requiredProtocol.fold(derived)(ProtocolSupport.merge(derived, _)))
     ProtocolSupport.checkWritable(protocol, meta, log.tablePath.toString)
     validate(actions, meta)
     DomainWrites.validate(actions, protocol, log.tablePath.toString)

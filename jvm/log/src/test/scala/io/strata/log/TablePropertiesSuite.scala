@@ -37,7 +37,7 @@ class TablePropertiesSuite extends AnyFunSuite with LogTestSupport {
 
   test("properties that turn on a feature Strata cannot write are refused by name; turned off they pass") {
     Seq("delta.enableIcebergCompatV1" -> "Iceberg", "delta.enableIcebergCompatV2" -> "Iceberg",
-      "delta.enableRowTracking" -> "row tracking", "delta.enableTypeWidening" -> "type widening",
+      "delta.enableRowTracking" -> "row tracking",
       "delta.enableChangeDataFeed" -> "change data feed").foreach { case (key, what) =>
       val e = unsupported(key -> "true")
       assert(e.contains(key) && e.contains(what) && e.contains("cannot write"), e)

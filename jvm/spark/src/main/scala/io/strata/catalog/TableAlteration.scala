@@ -56,17 +56,10 @@ object TableAlteration {
           case Some(other) => throw InvalidTableOperationException("STRATA_UNSUPPORTED_ALTER",
             s"Unsupported column position $other.")
         }
-      // Spark 4.1.1's MERGE WITH SCHEMA EVOLUTION asks for the source's type even when it is narrower (INT for a
-      // BIGINT column); Strata changes no column type (Delta's type widening is not there), so only a no-op passes.
+      // Widening only (TypeWideningChanges); Spark 4.1.1's MERGE WITH SCHEMA EVOLUTION also asks for narrower types.
       case c: TableChange.UpdateColumnType =>
-        val name = topLevel(c.fieldNames, "ALTER COLUMN TYPE")
-        val current = schema.fields.find(_.name.equalsIgnoreCase(name)).getOrElse(throw InvalidTableOperationException(
-          "STRATA_COLUMN_NOT_FOUND", Map("column" -> name, "table" -> log.tablePath)))
-        if (current.dataType != c.newDataType) throw InvalidTableOperationException("STRATA_UNSUPPORTED_ALTER",
-          s"Cannot change column '$name' of ${log.tablePath} from ${current.dataType.sql} to ${c.newDataType.sql}: " +
-            s"Strata does not change column types. In MERGE WITH SCHEMA EVOLUTION, Spark asks for this when the " +
-            s"source column's type differs: cast it to the table's type (CAST(... AS ${current.dataType.sql})). " +
-            "Nothing was changed.")
+        schema = io.strata.table.TypeWideningChanges.widen(schema, c.fieldNames.toSeq, c.newDataType, conf ++ set,
+          partitionColumns, snapshot.protocol, snapshot.version + 1, table)
       case c: TableChange.RenameColumn =>
         ColumnMappingChanges.requireMapping(mode, "RENAME COLUMN", table)
         ColumnMappingChanges.requireUnconstrained(conf, c.fieldNames.toSeq, "rename", table)

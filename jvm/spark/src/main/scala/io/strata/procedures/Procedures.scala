@@ -9,7 +9,7 @@ object Procedures {
 
   private val all: Map[String, StrataProcedure] = Seq[StrataProcedure](
     HistoryProcedure, DetailProcedure, OptimizeProcedure, VacuumProcedure, RestoreProcedure, CheckpointProcedure,
-    CleanupLogProcedure
+    CleanupLogProcedure, DropFeatureProcedure
   ).map(p => p.name() -> p).toMap
 
   def names: Seq[String] = all.keys.toSeq.sorted

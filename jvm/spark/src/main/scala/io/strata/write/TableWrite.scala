@@ -4,7 +4,7 @@ import java.util.UUID
 
 import io.strata.config.WriteConf
 import io.strata.log._
-import io.strata.table.{PartitionSetPredicate, PhysicalSchema, TableSchema}
+import io.strata.table.{PartitionSetPredicate, PhysicalSchema, TableSchema, TypeWideningChanges}
 import io.strata.table.TableSchema.ColumnFeed
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.strata.SparkInternals
@@ -223,9 +223,13 @@ object TableWrite {
               "writeColumns" -> cols.mkString("[", ", ", "]")))
           }
         }
-        val matched = TableSchema.matchColumns(table.schema, dataSchema, name, merge = conf.mergeSchema)
+        // mergeSchema on a table with type widening enabled: data columns of a wider type widen the table's first.
+        val widened = if (conf.mergeSchema) TypeWideningChanges.evolve(table.schema, dataSchema, snapshot.metadata,
+          snapshot.protocol, snapshot.version + 1, name) else table.schema
+        val matched = TableSchema.matchColumns(widened, dataSchema, name, merge = conf.mergeSchema)
         // New columns of a table with column mapping get ids and physical names (PhysicalSchema.withSchema).
-        val evolved = matched.newSchema.map(s => PhysicalSchema.withSchema(snapshot.metadata, s))
+        val evolved = matched.newSchema.orElse(Some(widened).filter(_ != table.schema))
+          .map(s => PhysicalSchema.withSchema(snapshot.metadata, s))
         evolved.foreach(txn.updateMetadata)
         new TableWrite(log, txn, TableSchema(evolved.fold(table.schema)(TableSchema.of(_).schema),
           table.partitionColumns), matched.feeds, mode, conf, postCommit)

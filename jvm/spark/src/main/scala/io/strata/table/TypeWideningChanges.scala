@@ -1,0 +1,132 @@
+package io.strata.table
+
+import io.strata.log.{CheckConstraints, InvalidTableOperationException, Protocol, ProtocolSupport}
+import org.apache.spark.sql.types._
+
+/**
+ * ALTER TABLE ... ALTER COLUMN c TYPE t (PROTOCOL.md, "Type Widening"): metadata only. The files written before keep
+ * their narrower type and are read back upcast; later writes (appends, DML, OPTIMIZE) write the new type because they
+ * follow the table's schema. Each change is recorded in the field's `delta.typeChanges` metadata as delta-spark 4.x
+ * records it (`fromType` / `toType` as Spark's type names, `tableVersion` only on tables with the preview feature).
+ */
+object TypeWideningChanges {
+  val TypeChangesKey = "delta.typeChanges"
+
+  /**
+   * The schema with the field at `path` changed to `to`; the schema itself when the type is already `to`. Refuses a
+   * change PROTOCOL.md does not list, a table without `delta.enableTypeWidening`, a partition column and a column a
+   * CHECK constraint uses (as delta-spark does), each naming what would be allowed.
+   */
+  def widen(schema: StructType, path: Seq[String], to: DataType, conf: Map[String, String],
+      partitionColumns: Seq[String], protocol: Protocol, commitVersion: Long, table: String): StructType = {
+    val field = find(schema, path.toList, table)
+    val from = field.dataType
+    if (from == to) return schema
+    val column = path.mkString(".")
+    def refuse(why: String): Nothing = throw InvalidTableOperationException("STRATA_UNSUPPORTED_TYPE_CHANGE",
+      Map("column" -> column, "table" -> table, "from" -> from.sql, "to" -> to.sql, "reason" -> why))
+    (from, to) match {
+      case (f, t) if supported(f, t) =>
+      case _ => refuse("it is not a widening Delta allows (byte -> short -> int -> long; float -> double; byte, " +
+        "short or int -> double; date -> timestamp_ntz; decimal(p, s) -> decimal(p + k1, s + k2) with k1 >= k2 >= 0; " +
+        "byte, short or int -> decimal(10 + k1, k2); long -> decimal(20 + k1, k2)). Spark's MERGE WITH SCHEMA " +
+        s"EVOLUTION asks for this when a source column's type differs: cast it to the table's type " +
+        s"(CAST(... AS ${from.sql}))")
+    }
+    if (!conf.get(ProtocolSupport.TypeWideningKey).exists(_.trim.equalsIgnoreCase("true")))
+      refuse(s"type widening is not enabled on the table: run ALTER TABLE ... SET TBLPROPERTIES " +
+        s"('${ProtocolSupport.TypeWideningKey}' = 'true') first (readers then need the table feature typeWidening)")
+    if (path.length == 1 && partitionColumns.exists(_.equalsIgnoreCase(path.head)))
+      refuse("it is a partition column (Strata widens data columns only)")
+    CheckConstraints.of(conf).find(c => SqlPredicates.referencedColumns(c.predicate).exists(r =>
+      r.equalsIgnoreCase(column) || r.toLowerCase(java.util.Locale.ROOT).startsWith(column.toLowerCase(
+        java.util.Locale.ROOT) + "."))).foreach(c =>
+      refuse(s"CHECK constraint ${c.name} (${c.predicate}) uses it; drop the constraint first"))
+    val preview = protocol.readerFeatures.exists(_("typeWidening-preview")) &&
+      !protocol.readerFeatures.exists(_(ProtocolSupport.TypeWideningFeature))
+    val change = new MetadataBuilder().putString("fromType", from.typeName).putString("toType", to.typeName)
+    if (preview) change.putLong("tableVersion", commitVersion)
+    val before = if (field.metadata.contains(TypeChangesKey)) field.metadata.getMetadataArray(TypeChangesKey).toSeq
+      else Nil
+    val metadata = new MetadataBuilder().withMetadata(field.metadata)
+      .putMetadataArray(TypeChangesKey, (before :+ change.build()).toArray).build()
+    replace(schema, path.toList, field.copy(dataType = to, metadata = metadata))
+  }
+
+  /**
+   * Schema evolution (`mergeSchema`) on a table with `delta.enableTypeWidening`: each top-level data column whose type
+   * is a wider one of its table column's (delta-spark's subset for evolution: integral, float -> double, decimal,
+   * date -> timestamp_ntz) widens it, recorded as ALTER COLUMN TYPE records it. Partition columns never widen.
+   */
+  def evolve(table: StructType, data: StructType, meta: io.strata.log.Metadata, protocol: Protocol,
+      commitVersion: Long, tableName: String): StructType =
+    if (!ProtocolSupport.typeWideningEnabled(meta)) table
+    else data.fields.foldLeft(table) { (schema, d) =>
+      schema.fields.find(_.name.equalsIgnoreCase(d.name)) match {
+        case Some(f) if !meta.partitionColumns.exists(_.equalsIgnoreCase(f.name)) && evolvable(f.dataType, d.dataType) =>
+          widen(schema, Seq(f.name), d.dataType, meta.configuration, meta.partitionColumns, protocol, commitVersion,
+            tableName)
+        case _ => schema
+      }
+    }
+
+  private def evolvable(from: DataType, to: DataType): Boolean = from != to && supported(from, to) && ((from, to) match {
+    case (ByteType | ShortType | IntegerType, ShortType | IntegerType | LongType) => true
+    case (FloatType, DoubleType) | (DateType, TimestampNTZType) | (_: DecimalType, _: DecimalType) => true
+    case _ => false
+  })
+
+  /** PROTOCOL.md's list of widenings (delta-spark's TypeWidening.isTypeChangeSupported). */
+  def supported(from: DataType, to: DataType): Boolean = (from, to) match {
+    case (ByteType, ShortType | IntegerType | LongType) | (ShortType, IntegerType | LongType) |
+         (IntegerType, LongType) => true
+    case (FloatType, DoubleType) | (ByteType | ShortType | IntegerType, DoubleType) => true
+    case (DateType, TimestampNTZType) => true
+    case (f: DecimalType, t: DecimalType) =>
+      t.scale >= f.scale && t.precision - f.precision >= t.scale - f.scale && t != f
+    case (ByteType | ShortType | IntegerType, t: DecimalType) => t.precision - 10 >= t.scale
+    case (LongType, t: DecimalType) => t.precision - 20 >= t.scale
+    case _ => false
+  }
+
+  /** Whether a schema records any type change (DROP FEATURE typeWidening needs none). */
+  def hasTypeChanges(t: DataType): Boolean = t match {
+    case s: StructType => s.fields.exists(f => f.metadata.contains(TypeChangesKey) || hasTypeChanges(f.dataType))
+    case a: ArrayType => hasTypeChanges(a.elementType)
+    case m: MapType => hasTypeChanges(m.keyType) || hasTypeChanges(m.valueType)
+    case _ => false
+  }
+
+  /** The schema without any `delta.typeChanges` metadata. */
+  def withoutTypeChanges(t: DataType): DataType = t match {
+    case s: StructType => StructType(s.fields.map(f => f.copy(dataType = withoutTypeChanges(f.dataType),
+      metadata = new MetadataBuilder().withMetadata(f.metadata).remove(TypeChangesKey).build())))
+    case a: ArrayType => a.copy(elementType = withoutTypeChanges(a.elementType))
+    case m: MapType => m.copy(keyType = withoutTypeChanges(m.keyType), valueType = withoutTypeChanges(m.valueType))
+    case other => other
+  }
+
+  private def find(s: StructType, path: List[String], table: String): StructField = {
+    def notFound = InvalidTableOperationException("STRATA_COLUMN_NOT_FOUND", Map("column" -> path.mkString("."),
+      "table" -> table))
+    path match {
+      case name :: Nil => s.fields.find(_.name.equalsIgnoreCase(name)).getOrElse(throw notFound)
+      case name :: more => s.fields.find(_.name.equalsIgnoreCase(name)).map(_.dataType) match {
+        case Some(inner: StructType) => find(inner, more, table)
+        case Some(_) => throw InvalidTableOperationException("STRATA_UNSUPPORTED_ALTER", s"ALTER COLUMN TYPE on " +
+          s"${path.mkString(".")} of $table: Strata widens columns and struct fields, not array elements or map " +
+          "keys or values yet; nothing was changed.")
+        case None => throw notFound
+      }
+      case Nil => throw notFound
+    }
+  }
+
+  private def replace(s: StructType, path: List[String], field: StructField): StructType = path match {
+    case name :: Nil => StructType(s.fields.map(f => if (f.name.equalsIgnoreCase(name)) field else f))
+    case name :: more => StructType(s.fields.map(f =>
+      if (f.name.equalsIgnoreCase(name)) f.copy(dataType = replace(f.dataType.asInstanceOf[StructType], more, field))
+      else f))
+    case Nil => s
+  }
+}
