@@ -71,7 +71,7 @@ object ProtocolSupport {
   /** Features whose preview name delta-spark wrote before their final one (same rules). */
   private val PreviewNames = Map("variantType" -> "variantType-preview", TypeWideningFeature -> "typeWidening-preview")
 
-  val TypeWideningFeature = "typeWidening"
+  final val TypeWideningFeature = "typeWidening"
   val TypeWideningKey = "delta.enableTypeWidening"
   /** `delta.enableTypeWidening`: ALTER COLUMN TYPE may widen a column (PROTOCOL.md, "Type Widening"). */
   def typeWideningEnabled(m: Metadata): Boolean =
