@@ -336,6 +336,16 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
    */
   def startTransaction(base: Option[Snapshot]): Transaction = { checkCommitSettings(); new Transaction(this, base) }
 
+  /**
+   * Starts a transaction on `head`, a version of this table read without its file state ([[latest]] chose it): for
+   * blind appends, whose commit needs the version's protocol, metadata and application versions only. Its
+   * [[Transaction.readSnapshot]] is a typed error; after its commit the automatic checkpoint is left to the hooks the
+   * connector registers ([[CheckpointHook]] does not build the state on the driver).
+   */
+  def startTransaction(head: SnapshotHead): Transaction = {
+    checkCommitSettings(); new Transaction(this, None, Some(head))
+  }
+
   /** The checkpoint part size (`strata.checkpoint.partSize` / delta-spark's) is valid where it is set. */
   private def checkCommitSettings(): Unit = CheckpointWriter.partSize(conf)
 

@@ -93,8 +93,7 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
     if (commitVersions.isEmpty) fromCheckpoint.get.select(columns: _*)
     else {
       import spark.implicits._
-      val last = commitActions.groupBy(col("key"))
-        .agg(max(struct(col("version"), col("position"), col("isAdd"), col("action"))).as("last"))
+      val last = lastOfCommits
       val fromCommits = last.where(col("last.isAdd")).select(col("last.action").as("action")).as[String]
         .flatMap { l =>
           val f = ActionCodec.parse(l).asInstanceOf[AddFile]
@@ -106,6 +105,49 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
           .select(columns: _*).union(fromCommits)
       }
     }
+  }
+
+  /** Each key's last file action among the commits after the checkpoint (key, last: version, position, isAdd, action). */
+  private def lastOfCommits: DataFrame = commitActions.groupBy(col("key"))
+    .agg(max(struct(col("version"), col("position"), col("isAdd"), col("action"))).as("last"))
+
+  /**
+   * Every file action a checkpoint of this version holds, as JSON lines: the live adds (reconciled as [[select]]
+   * reconciles them) and the tombstones deleted after `tombstoneCutoff` (as the driver's checkpoint keeps them): the
+   * commits' keys whose last action is a remove, and the checkpoint's removes no commit after it touched.
+   */
+  def checkpointFileActions(tombstoneCutoff: Long): DataFrame = {
+    import spark.implicits._
+    val adds = live(all).select(col("action"))
+    val fromCheckpoint = head.segment.checkpointVersion.map(_ => checkpointRemoves(tombstoneCutoff))
+    val removes = if (commitVersions.isEmpty) fromCheckpoint.map(_.select(col("action"))) else {
+      val last = lastOfCommits
+      val fromCommits = last.where(!col("last.isAdd")).select(col("last.action").as("action")).as[String]
+        .filter((l: String) => ActionCodec.parse(l).asInstanceOf[RemoveFile].deletionTimestamp.forall(_ > tombstoneCutoff))
+        .toDF("action")
+      Some(fromCheckpoint.fold(fromCommits) { cp =>
+        val touched = last.select(col("key"))
+        cp.join(if (commitsAreSmall) broadcast(touched) else touched, Seq("key"), "left_anti").select(col("action"))
+          .union(fromCommits)
+      })
+    }
+    removes.fold(adds)(adds.union)
+  }
+
+  /** The checkpoint's removes deleted after `cutoff` (key, JSON line), one task per part, only `remove` decoded. */
+  private def checkpointRemoves(cutoff: Long): DataFrame = {
+    val sc = spark.sparkContext
+    val conf = sc.broadcast(new SerializableConfiguration(hadoopConf))
+    val root = head.tablePath.toString
+    val parts = head.segment.checkpointFiles.map(_.toString)
+    val rows = sc.parallelize(parts, math.max(1, parts.size)).mapPartitions(_.flatMap { p =>
+      val rootPath = new Path(root)
+      Checkpoints.read(new Path(p), conf.value.value, Seq("remove")).collect {
+        case r: RemoveFile if r.deletionTimestamp.forall(_ > cutoff) =>
+          Row(Snapshot.replayKey(rootPath, r.path, r.dvId), ActionCodec.serialize(r))
+      }
+    })
+    spark.createDataFrame(rows, RemoveSchema)
   }
 
   /**
@@ -180,6 +222,9 @@ object DistributedFileState {
   private val KeyedSchema = StructType(Seq(StructField("key", StringType, nullable = false),
     StructField("action", StringType, nullable = true), StructField("size", LongType, nullable = false),
     StructField("rows", LongType, nullable = false)))
+
+  private val RemoveSchema = StructType(Seq(StructField("key", StringType, nullable = false),
+    StructField("action", StringType, nullable = false)))
 
   private val ActionSchema = StructType(Seq(StructField("key", StringType, nullable = false),
     StructField("version", LongType, nullable = false), StructField("position", LongType, nullable = false),

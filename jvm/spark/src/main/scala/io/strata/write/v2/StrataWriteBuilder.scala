@@ -42,7 +42,7 @@ final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo, base: Snap
   override def overwriteDynamicPartitions(): WriteBuilder = { mode = WriteMode.DynamicOverwrite; this }
 
   override def build(): Write =
-    new StrataWrite(log, info, TableWrite.begin(log, info.schema(), mode, conf, postCommit, Some(Some(base))), () => ())
+    new StrataWrite(log, info, TableWrite.begin(log, info.schema(), mode, conf, postCommit, Some(Some(Right(base)))), () => ())
 
   /** A V2 predicate as SQL with exact literals ([[canOverwrite]] accepted only predicates that render). */
   private def sql(p: Predicate): String = V2PredicateSql(p).getOrElse(
