@@ -1,6 +1,6 @@
 package io.strata.state
 
-import io.strata.log.{ActionCodec, AddFile, CheckpointHook, CheckpointWriter, CommittedVersion, FileNames,
+import io.strata.log.{ActionCodec, AddFile, CheckpointHook, RemoveFile, CheckpointWriter, CommittedVersion, FileNames,
   PostCommitHook, SnapshotHead, TableLog, WrittenCheckpoint}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
@@ -85,11 +85,14 @@ object DistributedCheckpoint {
         val store = TableLog.forPath(new Path(root), conf.value.value).store
         var adds = 0L
         var actions = 0L
+        // A checkpoint holds state, not changes: every file action is dataChange = false (as the driver's are).
         val all = (if (k == 0) header.iterator ++ lines else lines).map { l =>
-          val a = ActionCodec.parse(l)
           actions += 1
-          if (a.isInstanceOf[AddFile]) adds += 1
-          a
+          ActionCodec.parse(l) match {
+            case f: AddFile => adds += 1; f.copy(dataChange = false)
+            case r: RemoveFile => r.copy(dataChange = false)
+            case a => a
+          }
         }
         val bytes = store.writeCheckpoint(new Path(names(k)), all,
           io.strata.log.Checkpoints.Format(None, statsAsJson = statsAsJson))

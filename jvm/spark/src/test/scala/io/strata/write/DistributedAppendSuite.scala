@@ -110,8 +110,8 @@ class DistributedAppendSuite extends AnyFunSuite with SparkTestSession {
     val l = log(path)
     assert(l.lastCheckpointVersion().contains(6L))
     val logDir = Paths.get(path).resolve("_delta_log")
-    val parts = Files.list(logDir).toArray.map(_.toString).filter(_.contains("00000000000000000006.checkpoint."))
-      .sorted.toSeq
+    val parts = Files.list(logDir).toArray.map(_.toString)
+      .filter(p => Paths.get(p).getFileName.toString.matches("""00000000000000000006\.checkpoint\..*\.parquet""")).sorted.toSeq
     // Protocol, metadata, the live files and a tombstone, 4 actions a part: classic multi-part names.
     assert(parts.size >= 2)
     assert(parts.map(p => Paths.get(p).getFileName.toString) == (1 to parts.size).map(k =>
