@@ -65,6 +65,15 @@ class DistributedAppendSuite extends AnyFunSuite with SparkTestSession {
     assert(info.get("readVersion").asLong == 4L && info.get("isBlindAppend").asBoolean)
     assert(table(path) == table(twin))
     assert(aboveThreshold(table(path)) == table(twin))
+    // The V2 catalog's appends (INSERT INTO, writeTo().append()) commit over the head too.
+    val built2 = Snapshot.fileStatesBuilt
+    aboveThreshold {
+      spark.sql(s"INSERT INTO strata.`$path` VALUES (12, 'b')")
+      Seq(13L -> "c").toDF("id", "p").writeTo(s"strata.`$path`").append()
+    }
+    assert(Snapshot.fileStatesBuilt == built2, "a V2 append built a file state on the driver")
+    assert(log(path).readCommit(7L).forall { case _: CommitInfo | _: AddFile => true; case _ => false })
+    assert(table(path).map(_.getLong(0)).filter(_ >= 12).toSet == Set(12L, 13L))
     // Idempotent writes: the head's application versions say a version is already committed.
     def appAppend(v: Long): Unit = Seq(9L -> "e").toDF("id", "p").write.format("strata").mode("append")
       .option("txnAppId", "app").option("txnVersion", v.toString).save(path)
