@@ -182,6 +182,7 @@ final class Transaction private[log] (val log: TableLog, snapshot: Option[Snapsh
       put(version, lines) match {
         case Transaction.Landed =>
           val after = if (version == readVersion + 1) remember(version, written) else None
+          if (version == readVersion + 1 && !hasFileState) rememberHead(version, written)
           val result = CommitResult(version, attempt, info)
           info.inCommitTimestamp.foreach(InCommitTimestamps.landed(log, meta.id, version, _))
           val writtenMeta = written.collectFirst { case m: Metadata => m }.getOrElse(meta)
@@ -225,6 +226,16 @@ final class Transaction private[log] (val log: TableLog, snapshot: Option[Snapsh
       SnapshotCache.put(log.tablePath.toString, after, Some(status))
       Some((after, status))
     } catch { case NonFatal(e) => Transaction.logger.debug(s"Not caching version $version of ${log.tablePath}", e); None }
+  }
+
+  /** After a commit over a head that directly follows it: the head after the commit, cached ([[HeadCache]]). */
+  private def rememberHead(version: Long, body: Seq[Action]): Unit = head.foreach { h =>
+    try {
+      val replay = new SnapshotHead.Replay(log.tablePath, Some(h))
+      body.foreach(replay.apply)
+      val status = log.store.fs.getFileStatus(FileNames.deltaFile(log.logPath, version))
+      HeadCache.put(log.tablePath.toString, replay.after(version, Seq(status)), Some(status))
+    } catch { case NonFatal(e) => Transaction.logger.debug(s"Not caching version $version of ${log.tablePath}", e) }
   }
 
   /**

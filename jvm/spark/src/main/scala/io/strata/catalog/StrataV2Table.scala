@@ -76,7 +76,8 @@ final class StrataV2Table(val tableName: String, base: Either[SnapshotHead, Snap
   private val sinkProgress = new SinkProgress
   override def metrics(): util.Map[String, String] = sinkProgress.metrics
 
-  private def log: TableLog = TableLog.forPath(head.tablePath, SparkInternals.hadoopConf(SparkSession.active, Map.empty))
+  private def log: TableLog =
+    TableLog.forPath(head.tablePath, SparkInternals.hadoopConf(SparkSession.active, Map.empty))
 
   /** New row-level changes go into deletion vectors where the table enables them and its protocol allows them. */
   private val mergeOnRead = ProtocolSupport.deletionVectorsWritable(head.protocol, head.metadata)

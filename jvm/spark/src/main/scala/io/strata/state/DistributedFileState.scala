@@ -2,7 +2,8 @@ package io.strata.state
 
 import java.time.ZoneId
 
-import io.strata.log.{ActionCodec, AddFile, Checkpoints, FileNames, RemoveFile, Snapshot, SnapshotHead, TableLog}
+import io.strata.log.{Action, ActionCodec, AddFile, Checkpoints, FileNames, RemoveFile, Snapshot, SnapshotHead,
+  TableLog}
 import io.strata.table.{CatalystValues, PartitionPredicate, StatsSkipping, TableSchema}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -36,21 +37,29 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
    * checkpoint holds the reconciled state (PROTOCOL.md, "Checkpoints": one action per key), so its removes are
    * tombstones that hide nothing in it, and nothing that comes after it.
    */
-  private def checkpointAdds(selector: FileSelector, withAction: Boolean): DataFrame = {
+  private def checkpointAdds(selector: FileSelector, withAction: Boolean): DataFrame =
+    checkpointRows("add", KeyedSchema) {
+      // Pruned where read: only the selected adds become rows (selection is per file, so it commutes with the
+      // anti-join below).
+      case (root, f: AddFile) if selector.keeps(f) => Some(Row(Snapshot.replayKey(root, f.path, f.dvId),
+        if (withAction) ActionCodec.serialize(f) else null, f.size, f.logicalRows.getOrElse(-1L)))
+      case _ => None
+    }
+
+  /**
+   * One task per checkpoint part, decoding only its `column` (the log core's decoder); `row` makes each action a row
+   * of `schema` (None: dropped), given the table's root.
+   */
+  private def checkpointRows(column: String, schema: StructType)(row: (Path, Action) => Option[Row]): DataFrame = {
     val sc = spark.sparkContext
     val conf = sc.broadcast(new SerializableConfiguration(hadoopConf))
     val root = head.tablePath.toString
     val parts = head.segment.checkpointFiles.map(_.toString)
     val rows = sc.parallelize(parts, math.max(1, parts.size)).mapPartitions(_.flatMap { p =>
       val rootPath = new Path(root)
-      // Pruned where read: only the selected adds become rows (selection is per file, so it commutes with the
-      // anti-join below).
-      Checkpoints.read(new Path(p), conf.value.value, Seq("add")).collect {
-        case f: AddFile if selector.keeps(f) => Row(Snapshot.replayKey(rootPath, f.path, f.dvId),
-          if (withAction) ActionCodec.serialize(f) else null, f.size, f.logicalRows.getOrElse(-1L))
-      }
+      Checkpoints.read(new Path(p), conf.value.value, Seq(column)).flatMap(a => row(rootPath, a))
     })
-    spark.createDataFrame(rows, KeyedSchema)
+    spark.createDataFrame(rows, schema)
   }
 
   /**
@@ -107,7 +116,7 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
     }
   }
 
-  /** Each key's last file action among the commits after the checkpoint (key, last: version, position, isAdd, action). */
+  /** Each key's last file action in the commits after the checkpoint (key; last: version, position, isAdd, action). */
   private def lastOfCommits: DataFrame = commitActions.groupBy(col("key"))
     .agg(max(struct(col("version"), col("position"), col("isAdd"), col("action"))).as("last"))
 
@@ -123,7 +132,8 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
     val removes = if (commitVersions.isEmpty) fromCheckpoint.map(_.select(col("action"))) else {
       val last = lastOfCommits
       val fromCommits = last.where(!col("last.isAdd")).select(col("last.action").as("action")).as[String]
-        .filter((l: String) => ActionCodec.parse(l).asInstanceOf[RemoveFile].deletionTimestamp.forall(_ > tombstoneCutoff))
+        .filter((l: String) =>
+          ActionCodec.parse(l).asInstanceOf[RemoveFile].deletionTimestamp.forall(_ > tombstoneCutoff))
         .toDF("action")
       Some(fromCheckpoint.fold(fromCommits) { cp =>
         val touched = last.select(col("key"))
@@ -135,19 +145,10 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
   }
 
   /** The checkpoint's removes deleted after `cutoff` (key, JSON line), one task per part, only `remove` decoded. */
-  private def checkpointRemoves(cutoff: Long): DataFrame = {
-    val sc = spark.sparkContext
-    val conf = sc.broadcast(new SerializableConfiguration(hadoopConf))
-    val root = head.tablePath.toString
-    val parts = head.segment.checkpointFiles.map(_.toString)
-    val rows = sc.parallelize(parts, math.max(1, parts.size)).mapPartitions(_.flatMap { p =>
-      val rootPath = new Path(root)
-      Checkpoints.read(new Path(p), conf.value.value, Seq("remove")).collect {
-        case r: RemoveFile if r.deletionTimestamp.forall(_ > cutoff) =>
-          Row(Snapshot.replayKey(rootPath, r.path, r.dvId), ActionCodec.serialize(r))
-      }
-    })
-    spark.createDataFrame(rows, RemoveSchema)
+  private def checkpointRemoves(cutoff: Long): DataFrame = checkpointRows("remove", RemoveSchema) {
+    case (root, r: RemoveFile) if r.deletionTimestamp.forall(_ > cutoff) =>
+      Some(Row(Snapshot.replayKey(root, r.path, r.dvId), ActionCodec.serialize(r)))
+    case _ => None
   }
 
   /**

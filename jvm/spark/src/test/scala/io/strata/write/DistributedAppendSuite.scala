@@ -79,6 +79,17 @@ class DistributedAppendSuite extends AnyFunSuite with SparkTestSession {
       .option("txnAppId", "app").option("txnVersion", v.toString).save(path)
     aboveThreshold { appAppend(1); appAppend(1); appAppend(0) }
     assert(table(path).count(_.getLong(0) == 9L) == 1)
+    // The next append reads only the commits since the head this JVM holds: with the checkpoint's parts unreadable
+    // and the commits before it gone (no full load could rebuild the version), appends to `twin` still commit.
+    aboveThreshold(append(twin, 50L -> "a")) // version 6, its head kept
+    val twinLog = Paths.get(twin).resolve("_delta_log")
+    Files.list(twinLog).toArray.map(_.asInstanceOf[java.nio.file.Path]).foreach { f =>
+      val name = f.getFileName.toString
+      if (name.contains(".checkpoint.")) Files.write(f, Array[Byte](1, 2, 3))
+      if (name.endsWith(".json") && name.take(20).toLong <= 5) Files.delete(f)
+    }
+    aboveThreshold { append(twin, 51L -> "a"); append(twin, 52L -> "b") }
+    assert(log(twin).readCommit(8L).count(_.isInstanceOf[AddFile]) == 1)
     // A transaction over a head has no files to give: a typed error, not an empty answer.
     val e = intercept[InvalidTableOperationException](log(path).startTransaction(log(path).headOption().get)
       .readSnapshot)
@@ -120,7 +131,8 @@ class DistributedAppendSuite extends AnyFunSuite with SparkTestSession {
     assert(l.lastCheckpointVersion().contains(6L))
     val logDir = Paths.get(path).resolve("_delta_log")
     val parts = Files.list(logDir).toArray.map(_.toString)
-      .filter(p => Paths.get(p).getFileName.toString.matches("""00000000000000000006\.checkpoint\..*\.parquet""")).sorted.toSeq
+      .filter(p => Paths.get(p).getFileName.toString.matches("""00000000000000000006\.checkpoint\..*\.parquet"""))
+      .sorted.toSeq
     // Protocol, metadata, the live files and a tombstone, 4 actions a part: classic multi-part names.
     assert(parts.size >= 2)
     assert(parts.map(p => Paths.get(p).getFileName.toString) == (1 to parts.size).map(k =>
@@ -137,7 +149,8 @@ class DistributedAppendSuite extends AnyFunSuite with SparkTestSession {
       .flatMap(p => Checkpoints.read(p, l.conf).toSeq)
     def adds(as: Seq[Action]) = as.collect { case a: AddFile => a }.toSet
     def removes(as: Seq[Action]) = as.collect { case r: RemoveFile => r }.toSet
-    def others(as: Seq[Action]) = as.filter { case _: AddFile | _: RemoveFile => false; case _ => true }.map(ActionCodec.serialize).toSet
+    def others(as: Seq[Action]) =
+      as.filter { case _: AddFile | _: RemoveFile => false; case _ => true }.map(ActionCodec.serialize).toSet
     assert(adds(distributed).size == l.snapshotAt(6L).numFiles && adds(distributed) == adds(driver))
     assert(removes(distributed).size == 1 && removes(distributed) == removes(driver))
     assert(others(distributed) == others(driver))

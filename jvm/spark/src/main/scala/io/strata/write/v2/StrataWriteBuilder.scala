@@ -49,7 +49,8 @@ final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo, base: Eith
       case Left(head) if mode == WriteMode.Append && !conf.overwriteSchema => Left(head)
       case _ => Right(snapshot())
     }
-    new StrataWrite(log, info, TableWrite.begin(log, info.schema(), mode, conf, postCommit, Some(Some(start))), () => ())
+    new StrataWrite(log, info, TableWrite.begin(log, info.schema(), mode, conf, postCommit, Some(Some(start))),
+      () => ())
   }
 
   /** A V2 predicate as SQL with exact literals ([[canOverwrite]] accepted only predicates that render). */
