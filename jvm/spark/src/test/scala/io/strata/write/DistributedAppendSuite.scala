@@ -7,7 +7,8 @@ import io.strata.config.ReadConf
 import io.strata.log._
 import io.strata.state.DistributedCheckpoint
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.Row
+import org.apache.spark.sql.{Encoders, Row}
+import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
@@ -116,6 +117,19 @@ class DistributedAppendSuite extends AnyFunSuite with SparkTestSession {
     assert(headPath.winningVersion == 7L && driverPath.winningVersion == 8L)
     assert(headPath.condition == driverPath.condition)
     assert(table(path) == before)
+    // The streaming sink's append batches commit over the head too, each with its application transaction.
+    val input = MemoryStream[(Long, String)](Encoders.product[(Long, String)], spark)
+    val built = Snapshot.fileStatesBuilt
+    aboveThreshold {
+      val q = input.toDF().toDF("id", "p").writeStream.format("strata").partitionBy("p")
+        .option("checkpointLocation", tempDir("cp").toString).start(path)
+      try Seq(60L, 61L).foreach { id => input.addData((id, "s")); q.processAllAvailable() } finally q.stop()
+    }
+    assert(Snapshot.fileStatesBuilt == built, "a micro-batch built a file state on the driver")
+    val batches = (9L to 10L).map(log(path).readCommit)
+    assert(batches.forall(_.forall { case _: CommitInfo | _: AddFile | _: SetTransaction => true; case _ => false }))
+    assert(batches.map(_.collectFirst { case t: SetTransaction => t.version }) == Seq(Some(0L), Some(1L)))
+    assert(table(path).filter(_.getString(1) == "s").map(_.getLong(0)) == Seq(60L, 61L))
   }
 
   test("a due version's checkpoint is written by Spark jobs, equal to the driver's checkpoint of that version") {
