@@ -207,8 +207,10 @@ def markdown(record: Json, json_name: str) -> str:
         "answers from the log's numRecords answers (a reader of the files fails).")
     if st.get("state") == "distributed":
         add(f"- Strata's file state: distributed (`{json.dumps(st['strata_conf'])}`): each operation's file state is "
-            "reconstructed and pruned by Spark jobs over the checkpoint parts and commits; writes still build the "
-            f"state on the driver. Log layout: {st['layout']} ({st['parts']} checkpoint parts).")
+            "reconstructed and pruned by Spark jobs over the checkpoint parts and commits; the one-row appends commit "
+            "over the version's head (protocol, metadata, application versions: no file state on the driver; from "
+            f"Strata commit 0ca13cc on, before which writes built the state on the driver). Log layout: {st['layout']} "
+            f"({st['parts']} checkpoint parts).")
     add("")
     wrong = findings(record)
     if wrong:

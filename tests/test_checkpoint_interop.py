@@ -173,3 +173,47 @@ def test_strata_reads_delta_spark_struct_only_checkpoints_and_skips_files_with_t
             assert sorted(r.id for r in df.where("ts >= TIMESTAMP'2024-03-15 00:00:00'").collect()) == [50, 51, 52, 53]
         finally:
             spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+
+def test_delta_spark_and_delta_rs_read_a_checkpoint_strata_wrote_with_spark_jobs(
+        spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
+    """Above the distributed-state threshold (forced to 0) appends commit without the file state and the due
+    checkpoint is written by Spark tasks, one multi-part part each (state.DistributedCheckpoint)."""
+    path = tmp_path / "t"
+    spark.sql(f"CREATE TABLE strata.`{path}` (id long, s string, p date) USING strata PARTITIONED BY (p) "
+              "TBLPROPERTIES ('delta.checkpointInterval' = '4')")
+
+    def append(k: int) -> None:
+        rows = [(k * 10 + i, f"s{k}-{i}" if i else None, datetime.date(2024, 1, 1 + (k + i) % 3)) for i in range(3)]
+        spark.createDataFrame(rows, "id long, s string, p date").write.format("strata").mode("append").save(str(path))
+
+    append(0)  # version 1
+    # version 2: a replaceWhere (driver path, as every overwrite) leaves a tombstone for the checkpoint
+    spark.createDataFrame([(99, "r", datetime.date(2024, 1, 1))], "id long, s string, p date").write \
+        .format("strata").mode("overwrite").option("replaceWhere", "p = DATE'2024-01-01'").save(str(path))
+    try:
+        with session_time_zone(spark, ZONE):
+            spark.conf.set("spark.strata.state.distributedThreshold.files", "0")
+            spark.conf.set("spark.databricks.delta.checkpoint.partSize", "3")
+            append(1)
+            append(2)  # version 4: due, checkpointed by Spark jobs after the commit
+            jvm: Any = spark.sparkContext._jvm
+            jvm.io.strata.state.DistributedCheckpoint.awaitBackground()
+    finally:
+        spark.conf.unset("spark.strata.state.distributedThreshold.files")
+        spark.conf.unset("spark.databricks.delta.checkpoint.partSize")
+    parts = checkpoint_parts(path, 4)
+    assert len(parts) >= 2 and [p.name for p in parts] == \
+        [f"{4:020d}.checkpoint.{i:010d}.{len(parts):010d}.parquet" for i in range(1, len(parts) + 1)]
+    hint = json.loads((path / "_delta_log" / "_last_checkpoint").read_text(encoding="utf-8"))
+    rows = [r for p in parts for r in pq.read_table(p).to_pylist()]
+    adds = [r["add"] for r in rows if r["add"] is not None]
+    assert hint["version"] == 4 and hint["parts"] == len(parts) and hint["numOfAddFiles"] == len(adds)
+    assert hint["size"] == len(rows) and any(r["remove"] is not None for r in rows)
+    append(3)  # version 5, after the checkpoint
+    drop_commits_up_to(path, 4)
+    expected = strata_json(spark, path)
+    assert len(expected) == 12
+    assert peer.read(path)[0] == expected
+    assert delta_rs_tuples(path, ["id", "s", "p"]) == strata_tuples(spark, path, ["id", "s", "p"])
+    assert DeltaTable(str(path)).version() == 5

@@ -5,7 +5,7 @@ import io.strata.log.{InvalidTableOperationException, TableAlreadyExistsExceptio
 import io.strata.optimize.AutoCompaction
 import io.strata.read.SnapshotReader
 import io.strata.read.streaming.StrataStreamScan
-import io.strata.write.{ForeignFiles, WriteMode}
+import io.strata.write.{ForeignFiles, WriteBase, WriteMode}
 import io.strata.write.streaming.{StrataSink, StreamingWrites}
 import io.strata.write.v1.V1TableWriter
 import org.apache.hadoop.fs.Path
@@ -60,18 +60,23 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
     val conf = WriteConf.forWrite(StrataDataSource.originalOptions(parameters), WriteEntry.PathWrite,
       sqlContext.sparkSession.conf.getOption)
     val log = tableLog(sqlContext, parameters)
-    val existing = log.snapshotOption()
+    // A blind append above the distributed-state threshold reads only the latest version's head (WriteBase).
+    val existing = WriteBase.latest(sqlContext.sparkSession, log, append = mode != SaveMode.Overwrite, conf)
     val exists = existing.isDefined
-    mode match {
+    val result = mode match {
       case SaveMode.ErrorIfExists if exists =>
-        throw TableAlreadyExistsException(log.tablePath.toString, existing.get.version)
-      case SaveMode.Ignore if exists => // nothing to do
+        throw TableAlreadyExistsException(log.tablePath.toString, existing.get.fold(_.version, _.version))
+      case SaveMode.Ignore if exists => None // nothing to do
       case _ =>
         if (!exists) ForeignFiles.refuse(log)
         V1TableWriter.write(log, data, writeMode(mode, conf), conf, existing, AutoCompaction.Hook)
     }
-    // The cache has the snapshot (no replay); Spark does not scan what a save returns (nothing is built for it).
-    SnapshotReader.writtenRelation(sqlContext.sparkSession, log.snapshot())
+    existing match {
+      // Without the file state: a relation whose files come from a distributed job, if Spark ever asks.
+      case Some(Left(head)) => SnapshotReader.writtenRelation(sqlContext.sparkSession, log, head, result.map(_.version))
+      // The cache has the snapshot (no replay); Spark does not scan what a save returns (nothing is built for it).
+      case _ => SnapshotReader.writtenRelation(sqlContext.sparkSession, log.snapshot())
+    }
   }
 
   /** The table-level meaning of a save mode plus replaceWhere / partitionOverwriteMode (option > session conf). */

@@ -71,15 +71,47 @@ object CheckpointWriter {
       }
     }
     val bytes = runAll(tasks, paths, log)
-    val hint = ActionCodec.mapper.createObjectNode()
-      .put("version", snapshot.version).put("size", total)
-    if (n > 1) hint.put("parts", n)
-    hint.put("sizeInBytes", bytes).put("numOfAddFiles", files.size.toLong)
+    val hint = lastCheckpointHint(snapshot.version, total, n, bytes, files.size.toLong)
     if (v2) hint.putObject("v2Checkpoint").put("path", paths.head.getName).put("sizeInBytes", bytes)
       .put("modificationTime", log.store.fs.getFileStatus(paths.head).getModificationTime)
     log.store.overwrite(FileNames.lastCheckpoint(log.logPath), Seq(ActionCodec.mapper.writeValueAsString(hint: ObjectNode)))
     WrittenCheckpoint(snapshot.version, paths, total, bytes)
   }
+
+  private def lastCheckpointHint(version: Long, total: Long, parts: Int, bytes: Long, adds: Long): ObjectNode = {
+    val hint = ActionCodec.mapper.createObjectNode().put("version", version).put("size", total)
+    if (parts > 1) hint.put("parts", parts)
+    hint.put("sizeInBytes", bytes).put("numOfAddFiles", adds)
+  }
+
+  // ---- checkpoints written elsewhere (the connector's distributed checkpoint: parts written by Spark tasks) --------
+
+  /** The non-file actions a checkpoint of `head`'s version holds, in the order [[write]] puts them first. */
+  def headerActions(head: SnapshotHead): Seq[Action] =
+    Seq(head.protocol, head.metadata) ++ head.transactions.values ++ head.domains.values.filterNot(_.removed)
+
+  /**
+   * The row format of a classic checkpoint of a table with protocol `p` and metadata `m`, written without the file
+   * state; None when the format depends on the files (`delta.checkpoint.writeStatsAsStruct`: the typed partition
+   * values' columns depend on every file's values), or the table must not use multi-part classic checkpoints (the
+   * `v2Checkpoint` feature, `delta.checkpointPolicy = v2`).
+   */
+  def formatWithoutFiles(p: Protocol, m: Metadata): Option[Checkpoints.Format] = {
+    def flag(key: String, default: Boolean) =
+      m.configuration.get(key).map(_.trim.equalsIgnoreCase("true")).getOrElse(default)
+    if (flag(CheckpointStructs.WriteStatsAsStructKey, default = false) ||
+      p.writerFeatures.exists(_(V2Checkpoints.Feature)) ||
+      m.configuration.get("delta.checkpointPolicy").exists(_.trim.equalsIgnoreCase("v2"))) None
+    else Some(Checkpoints.Format(None, statsAsJson = flag(CheckpointStructs.WriteStatsAsJsonKey, default = true)))
+  }
+
+  /**
+   * Points `_last_checkpoint` at the classic checkpoint of `version` whose `parts` files (all written, whole) hold
+   * `total` actions, `adds` of them live files, in `bytes`: the last step of a checkpoint, as in [[write]].
+   */
+  def recordWritten(log: TableLog, version: Long, total: Long, parts: Int, bytes: Long, adds: Long): Unit =
+    log.store.overwrite(FileNames.lastCheckpoint(log.logPath),
+      Seq(ActionCodec.mapper.writeValueAsString(lastCheckpointHint(version, total, parts, bytes, adds): ObjectNode)))
 
   /**
    * Runs the part writes (in parallel when there are several); on a failure deletes the parts this attempt created

@@ -34,7 +34,12 @@ final class CommittedVersion private[log] (
     val metadata: Metadata,
     val snapshot: Option[Snapshot],
     /** The commit file `snapshot` was cached with (see [[SnapshotCache]]). */
-    private[log] val commitFile: Option[FileStatus]) {
+    private[log] val commitFile: Option[FileStatus],
+    /**
+     * False when the transaction read the table without its file state ([[TableLog.startTransaction(head*]]): the
+     * table is too big for the driver, so [[CheckpointHook]] leaves the checkpoint to a hook of the connector's.
+     */
+    val readFileState: Boolean = true) {
   def version: Long = result.version
 
   /** The table as [[CheckpointHook]] checkpointed it at `version`, when it did: [[LogCleanupHook]] follows it. */
@@ -78,7 +83,11 @@ object CheckpointHook extends PostCommitHook {
 
   def run(commit: CommittedVersion): Unit = {
     val (log, version) = (commit.log, commit.version)
-    if (version > 0 && version % TableLog.checkpointInterval(commit.metadata.configuration) == 0) {
+    if (!due(commit)) ()
+    else if (!commit.readFileState) logger.info(s"Version $version of ${log.tablePath} is due a checkpoint; its " +
+      "transaction read no file state (a table above the distributed-state threshold), so none is built on the " +
+      "driver: the connector's hook writes it with a Spark job, else a later due version gets one.")
+    else {
       commit.snapshot.filter(_.numFiles >= log.conf.getLong(BackgroundMinFilesKey, 100000L)) match {
         case Some(s) =>
           background.execute { () =>
@@ -103,6 +112,10 @@ object CheckpointHook extends PostCommitHook {
       }
     }
   }
+
+  /** Whether the committed version is due a checkpoint (`delta.checkpointInterval`). */
+  def due(commit: CommittedVersion): Boolean =
+    commit.version > 0 && commit.version % TableLog.checkpointInterval(commit.metadata.configuration) == 0
 
   private def write(commit: CommittedVersion, s: Snapshot): Unit = {
     val (log, version) = (commit.log, commit.version)

@@ -112,6 +112,14 @@ object Snapshot {
     def from(s: Snapshot): Replay = new Replay(s.tablePath, Some(s))
   }
 
+  private val built = new java.util.concurrent.atomic.AtomicLong()
+
+  /**
+   * How many file states ([[FileSet]]s: snapshots replayed from the log, or brought up to date from a cached one)
+   * this JVM has built: what shows that a write above the distributed-state threshold built none (tests, benchmarks).
+   */
+  def fileStatesBuilt: Long = built.get()
+
   /**
    * Replays actions in log order into a snapshot (later actions win, per PROTOCOL.md "Action Reconciliation").
    * Started from a snapshot, it shares that snapshot's file state and copies only what changes ([[FileSet]]).
@@ -139,6 +147,7 @@ object Snapshot {
         s"The log of $tablePath has no protocol action up to version $version (read ${segment.files.mkString(", ")})."))
       val m = metadata.getOrElse(throw CorruptLogException("STRATA_CORRUPT_LOG",
         s"The log of $tablePath has no metaData action up to version $version (read ${segment.files.mkString(", ")})."))
+      built.incrementAndGet()
       new Snapshot(tablePath, version, segment, p, m, files.result(), tombstones.result(), txns.toMap, domains.toMap)
     }
   }

@@ -32,9 +32,16 @@ private[log] object SnapshotCache {
   def invalidate(table: String): Unit = entries.synchronized(entries.remove(table))
 
   /** True when `entry` still describes the table whose log lists these commits and checkpoints. */
-  def isCurrent(entry: Entry, commits: Map[Long, FileStatus], checkpointVersions: Iterable[Long]): Boolean = {
-    val v = entry.snapshot.version
-    commits.get(v).exists(st => st.getLen == entry.commitLength && st.getModificationTime == entry.commitModificationTime) &&
-      !checkpointVersions.exists(cp => cp > entry.snapshot.segment.checkpointVersion.getOrElse(-1L) && cp <= commits.keys.max)
-  }
+  def isCurrent(entry: Entry, commits: Map[Long, FileStatus], checkpointVersions: Iterable[Long]): Boolean =
+    isCurrent(entry.snapshot.version, entry.snapshot.segment.checkpointVersion, entry.commitLength,
+      entry.commitModificationTime, commits, checkpointVersions)
+
+  /**
+   * True when a state of `version`, read from checkpoint `checkpoint`, built up to a commit file of this length and
+   * modification time, still describes the table whose log lists these commits and checkpoints.
+   */
+  def isCurrent(version: Long, checkpoint: Option[Long], commitLength: Long, commitModificationTime: Long,
+                commits: Map[Long, FileStatus], checkpointVersions: Iterable[Long]): Boolean =
+    commits.get(version).exists(st => st.getLen == commitLength && st.getModificationTime == commitModificationTime) &&
+      !checkpointVersions.exists(cp => cp > checkpoint.getOrElse(-1L) && cp <= commits.keys.max)
 }

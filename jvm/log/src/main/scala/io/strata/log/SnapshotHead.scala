@@ -43,12 +43,15 @@ object SnapshotHead {
   /** The checkpoint columns a head reads (everything but the file actions). */
   private[log] val Columns: Seq[String] = Checkpoints.ActionColumns.filterNot(c => c == "add" || c == "remove")
 
-  /** Replays the non-file actions of a segment, in log order (later actions win, as in [[Snapshot.Replay]]). */
-  private[log] final class Replay(tablePath: Path) {
-    private var protocol: Option[Protocol] = None
-    private var metadata: Option[Metadata] = None
-    private val txns = scala.collection.mutable.HashMap.empty[String, SetTransaction]
-    private val domains = scala.collection.mutable.HashMap.empty[String, DomainMetadata]
+  /**
+   * Replays the non-file actions of a segment, in log order (later actions win, as in [[Snapshot.Replay]]); or of
+   * the commits after `seed`, a head already known.
+   */
+  private[log] final class Replay(tablePath: Path, seed: Option[SnapshotHead] = None) {
+    private var protocol: Option[Protocol] = seed.map(_.protocol)
+    private var metadata: Option[Metadata] = seed.map(_.metadata)
+    private val txns = scala.collection.mutable.HashMap.from(seed.fold(Map.empty[String, SetTransaction])(_.transactions))
+    private val domains = scala.collection.mutable.HashMap.from(seed.fold(Map.empty[String, DomainMetadata])(_.domains))
     private var commitAdds = 0L
 
     def apply(a: Action): Unit = a match {
@@ -58,6 +61,16 @@ object SnapshotHead {
       case d: DomainMetadata => domains.put(d.domain, d)
       case _: AddFile => commitAdds += 1
       case _ =>
+    }
+
+    /** The head after `seed` and the commits replayed since, whose files are `commits`. */
+    def after(version: Long, commits: Seq[org.apache.hadoop.fs.FileStatus]): SnapshotHead = {
+      val s = seed.get
+      val segment = s.segment.copy(version = version, commitFiles = s.segment.commitFiles ++ commits.map(_.getPath),
+        lastCommitTimestamp = commits.lastOption.fold(s.segment.lastCommitTimestamp)(_.getModificationTime))
+      s.copy(version = version, segment = segment, protocol = protocol.get, metadata = metadata.get,
+        transactions = txns.toMap, domains = domains.toMap,
+        size = StateSize(s.size.files.map(_ + commitAdds), s.size.logBytes + commits.map(_.getLen).sum))
     }
 
     def result(version: Long, segment: LogSegment, checkpointFiles: Option[Long], logBytes: Long): SnapshotHead = {

@@ -98,8 +98,29 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   private def headFrom(listing: LogListing): Option[SnapshotHead] = {
     if (listing.isEmpty) return None
     val cached = currentSnapshot(listing).filter(_ => listing.v2Checkpoints.isEmpty)
-    Some(cached.map(SnapshotHead.of).getOrElse(load(listing, None, replayHead)))
+    Some(cached.map(SnapshotHead.of).orElse(cachedHead(listing)).getOrElse {
+      val head = load(listing, None, replayHead)
+      HeadCache.put(tablePath.toString, head, listing.commits.get(head.version))
+      head
+    })
   }
+
+  /**
+   * The latest head from the one this JVM holds ([[HeadCache]]) and the commits since (their non-file actions only:
+   * no checkpoint read), when it is still current and they are all there.
+   */
+  private def cachedHead(listing: LogListing): Option[SnapshotHead] =
+    HeadCache.current(tablePath.toString, listing.commits, listing.checkpoints.keys)
+      .filter(h => (h.version + 1 to listing.latest).forall(listing.commits.contains)).map { h =>
+        if (h.version == listing.latest) h else {
+          val replay = new SnapshotHead.Replay(tablePath, Some(h))
+          val commits = (h.version + 1 to listing.latest).map(v => v -> listing.commits(v))
+          commits.foreach { case (v, st) => readCommit(v, st.getPath).foreach(replay.apply) }
+          val head = replay.after(listing.latest, commits.map(_._2))
+          HeadCache.put(tablePath.toString, head, commits.lastOption.map(_._2))
+          head
+        }
+      }
 
   /**
    * How big the latest version's file state is, from one listing and `_last_checkpoint` only (nothing replayed), or
@@ -336,6 +357,16 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
    * analyzed against): no log listing. Commits after it are checked as concurrent winners.
    */
   def startTransaction(base: Option[Snapshot]): Transaction = { checkCommitSettings(); new Transaction(this, base) }
+
+  /**
+   * Starts a transaction on `head`, a version of this table read without its file state ([[latest]] chose it): for
+   * blind appends, whose commit needs the version's protocol, metadata and application versions only. Its
+   * [[Transaction.readSnapshot]] is a typed error; after its commit the automatic checkpoint is left to the hooks the
+   * connector registers ([[CheckpointHook]] does not build the state on the driver).
+   */
+  def startTransaction(head: SnapshotHead): Transaction = {
+    checkCommitSettings(); new Transaction(this, None, Some(head))
+  }
 
   /** The checkpoint part size (`strata.checkpoint.partSize` / delta-spark's) is valid where it is set. */
   private def checkCommitSettings(): Unit = CheckpointWriter.partSize(conf)

@@ -27,8 +27,24 @@ final case class CommitResult(version: Long, attempts: Int, commitInfo: CommitIn
  * replaced, and otherwise tries the next version. Blind appends never conflict. What follows a commit that landed
  * (checkpoints, log cleanup, a connector's work) is not part of it: [[PostCommitHook]]s run then, and cannot fail it.
  */
-final class Transaction private[log] (val log: TableLog, val readSnapshot: Option[Snapshot]) {
-  val readVersion: Long = readSnapshot.map(_.version).getOrElse(-1L)
+final class Transaction private[log] (val log: TableLog, snapshot: Option[Snapshot],
+                                     head: Option[SnapshotHead] = None) {
+  /**
+   * The version read without its file state: protocol, metadata, application versions, domains (None: no table).
+   * Everything a commit needs comes from here; only operations that read or replace files need [[readSnapshot]].
+   */
+  val readHead: Option[SnapshotHead] = head.orElse(snapshot.map(SnapshotHead.of))
+  /** False for a transaction over a [[SnapshotHead]] (a table above the connector's distributed-state threshold). */
+  val hasFileState: Boolean = head.isEmpty
+  /**
+   * The version read, with its files (None: no table). A transaction started over a [[SnapshotHead]] has no file
+   * state to give: asking for it is a typed error, never a wrong answer (such a transaction commits blind appends).
+   */
+  def readSnapshot: Option[Snapshot] =
+    if (hasFileState) snapshot
+    else throw InvalidTableOperationException("STRATA_NO_FILE_STATE", Map("table" -> log.tablePath,
+      "version" -> readVersion))
+  val readVersion: Long = readHead.map(_.version).getOrElse(-1L)
   /** One id for every attempt of this commit: after an ambiguous write, the version file tells whose it is. */
   val txnId: String = UUID.randomUUID().toString
   private var newMetadata: Option[Metadata] = None
@@ -39,15 +55,15 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
   private var hooks = Vector.empty[PostCommitHook]
 
   /** The metadata this transaction will commit with (the new one, if set). */
-  def metadata: Option[Metadata] = newMetadata.orElse(readSnapshot.map(_.metadata))
-  def protocol: Option[Protocol] = readSnapshot.map(_.protocol)
+  def metadata: Option[Metadata] = newMetadata.orElse(readHead.map(_.metadata))
+  def protocol: Option[Protocol] = readHead.map(_.protocol)
 
   /** Sets new table metadata (creating a table, or changing schema, partitioning or properties). */
   def updateMetadata(m: Metadata): Unit = newMetadata = Some(m)
 
   /** CREATE semantics: the commit fails with [[TableAlreadyExistsException]] unless no version of the table exists. */
   def requireNoTable(): Unit = {
-    readSnapshot.foreach(s => throw TableAlreadyExistsException(log.tablePath.toString, s.version))
+    readHead.foreach(s => throw TableAlreadyExistsException(log.tablePath.toString, s.version))
     requireNewTable = true
   }
 
@@ -88,7 +104,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
   /** The last version `appId` committed, recorded so that a concurrent commit of the same app is a conflict. */
   def applicationVersion(appId: String): Option[Long] = {
     reads = reads.copy(appIds = reads.appIds + appId)
-    readSnapshot.flatMap(_.transactionVersion(appId))
+    readHead.flatMap(_.transactions.get(appId)).map(_.version)
   }
 
   /**
@@ -112,7 +128,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     val actions = actionsGiven ++ domains
     val meta = metadata.getOrElse(throw InvalidTableOperationException("STRATA_MISSING_METADATA",
       Map("table" -> log.tablePath)))
-    val derived = readSnapshot match {
+    val derived = readHead match {
       case None => ProtocolSupport.minimumFor(meta)
       case Some(s) if newMetadata.isDefined => ProtocolSupport.upgradeFor(s.protocol, meta)
       case Some(s) => s.protocol
@@ -120,11 +136,14 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     val protocol = downgradedProtocol.getOrElse(requiredProtocol.fold(derived)(ProtocolSupport.merge(derived, _)))
     ProtocolSupport.checkWritable(protocol, meta, log.tablePath.toString)
     validate(actions, meta)
+    // Without the file state nothing can say which files a remove names: such a transaction only adds.
+    if (!hasFileState && actions.exists(_.isInstanceOf[RemoveFile])) throw InvalidTableOperationException(
+      "STRATA_NO_FILE_STATE", Map("table" -> log.tablePath, "version" -> readVersion))
     DomainWrites.validate(actions, protocol, log.tablePath.toString)
     val isolation = if (serializable) IsolationLevel.Serializable else IsolationLevel.of(meta.configuration)
 
     val staged = Vector.newBuilder[Action]
-    if (readSnapshot.forall(_.protocol != protocol)) staged += protocol
+    if (readHead.forall(_.protocol != protocol)) staged += protocol
     newMetadata.foreach(staged += _)
     staged ++= actions
     var body: Seq[Action] = staged.result()
@@ -139,7 +158,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
       val ts = if (ict) Some(InCommitTimestamps.next(log, meta.id, v, System.currentTimeMillis())) else None
       info = ts.fold(baseInfo)(t => CommitInfo(baseInfo.json.deepCopy().put("timestamp", t).put("inCommitTimestamp", t)))
       written = body.map {
-        case m: Metadata => InCommitTimestamps.withEnablement(m, readSnapshot.map(_.metadata), v, ts)
+        case m: Metadata => InCommitTimestamps.withEnablement(m, readHead.map(_.metadata), v, ts)
         case a => a
       }
       (info +: written).map(ActionCodec.serialize) // commitInfo first (PROTOCOL.md asks it of in-commit timestamps)
@@ -147,7 +166,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
     var lines = stage(readVersion + 1)
     // Idempotence against the version this transaction read; the winners are checked in the loop.
     val alreadyRead = body.collectFirst {
-      case t: SetTransaction if readSnapshot.flatMap(_.transactionVersion(t.appId)).exists(_ >= t.version) => t
+      case t: SetTransaction if readHead.flatMap(_.transactions.get(t.appId)).exists(_.version >= t.version) => t
     }
     if (alreadyRead.isDefined) {
       val t = alreadyRead.get
@@ -173,11 +192,13 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
       put(version, lines) match {
         case Transaction.Landed =>
           val after = if (version == readVersion + 1) remember(version, written) else None
+          if (version == readVersion + 1 && !hasFileState) rememberHead(version, written)
           val result = CommitResult(version, attempt, info)
           info.inCommitTimestamp.foreach(InCommitTimestamps.landed(log, meta.id, version, _))
           val writtenMeta = written.collectFirst { case m: Metadata => m }.getOrElse(meta)
           PostCommitHook.runAll(PostCommitHook.LogHooks ++ hooks,
-            new CommittedVersion(log, result, written, writtenMeta, after.map(_._1), after.map(_._2)))
+            new CommittedVersion(log, result, written, writtenMeta, after.map(_._1), after.map(_._2),
+              readFileState = hasFileState))
           return result
         case Transaction.NotWritten(e) =>
           ioFailures += 1
@@ -203,7 +224,7 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
    * snapshot plus this commit's actions, cached so the next load of the table needs no replay; with the commit file
    * it was cached from.
    */
-  private def remember(version: Long, body: Seq[Action]): Option[(Snapshot, FileStatus)] = readSnapshot.flatMap { s =>
+  private def remember(version: Long, body: Seq[Action]): Option[(Snapshot, FileStatus)] = snapshot.flatMap { s =>
     try {
       val replay = Snapshot.Replay.from(s)
       body.foreach(replay.apply)
@@ -215,6 +236,16 @@ final class Transaction private[log] (val log: TableLog, val readSnapshot: Optio
       SnapshotCache.put(log.tablePath.toString, after, Some(status))
       Some((after, status))
     } catch { case NonFatal(e) => Transaction.logger.debug(s"Not caching version $version of ${log.tablePath}", e); None }
+  }
+
+  /** After a commit over a head that directly follows it: the head after the commit, cached ([[HeadCache]]). */
+  private def rememberHead(version: Long, body: Seq[Action]): Unit = head.foreach { h =>
+    try {
+      val replay = new SnapshotHead.Replay(log.tablePath, Some(h))
+      body.foreach(replay.apply)
+      val status = log.store.fs.getFileStatus(FileNames.deltaFile(log.logPath, version))
+      HeadCache.put(log.tablePath.toString, replay.after(version, Seq(status)), Some(status))
+    } catch { case NonFatal(e) => Transaction.logger.debug(s"Not caching version $version of ${log.tablePath}", e) }
   }
 
   /**

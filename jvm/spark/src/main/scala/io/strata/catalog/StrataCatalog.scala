@@ -60,8 +60,8 @@ class StrataCatalog extends StagingTableCatalog with SupportsNamespaces with Pro
     (Seq(catalogName) ++ ident.namespace() :+ ident.name()).mkString(".")
 
   override def loadTable(ident: Identifier): Table =
-    logOf(ident).snapshotOption() match {
-      case Some(s) => new StrataV2Table(displayName(ident), s)
+    StrataV2Table.latest(displayName(ident), logOf(ident)) match {
+      case Some(t) => t
       case None => throw new NoSuchTableException(ident.namespace().toIndexedSeq :+ ident.name())
     }
 

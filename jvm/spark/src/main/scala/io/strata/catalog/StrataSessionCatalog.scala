@@ -35,7 +35,7 @@ class StrataSessionCatalog extends DelegatingCatalogExtension {
 
   override def loadTable(ident: Identifier): Table = {
     val table = super.loadTable(ident)
-    strataLog(table).flatMap(_.snapshotOption()).map(s => new StrataV2Table(displayName(ident), s): Table)
+    strataLog(table).flatMap(StrataV2Table.latest(displayName(ident), _)).map(t => t: Table)
       .getOrElse(table)
   }
 

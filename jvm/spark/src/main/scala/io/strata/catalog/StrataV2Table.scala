@@ -4,7 +4,7 @@ import java.util
 
 import io.strata.config.{StrataOptions, WriteConf, WriteEntry}
 import io.strata.dml.{CopyOnWriteOperationBuilder, MergeOnReadOperationBuilder, MetadataDelete, RowLevelTarget}
-import io.strata.log.{InvalidTableOperationException, ProtocolSupport, Snapshot, TableLog}
+import io.strata.log.{InvalidTableOperationException, ProtocolSupport, Snapshot, SnapshotHead, TableLog}
 import io.strata.optimize.AutoCompaction
 import io.strata.read.{FileColumn, RowIndexColumn, SnapshotRead, SnapshotReader, StrataScanBuilder}
 import io.strata.read.streaming.StrataStreamScan
@@ -26,14 +26,26 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 import scala.jdk.CollectionConverters._
 
-/** A Strata table as DataSource V2 sees it, pinned to one snapshot. Reads go through Spark's Parquet scan. */
-final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val timeTravel: Boolean = false)
+/**
+ * A Strata table as DataSource V2 sees it, pinned to one version. Reads go through Spark's Parquet scan. `base`: the
+ * version's snapshot, or only its head when the table is above the distributed-state threshold
+ * ([[StrataV2Table.latest]]): its definition and blind appends need no file state; reads, DML and overwrites build
+ * the snapshot of that version on the driver when they first ask for it.
+ */
+final class StrataV2Table(val tableName: String, base: Either[SnapshotHead, Snapshot], val timeTravel: Boolean)
     extends Table with SupportsRead with SupportsWrite with SnapshotRead with SupportsRowLevelOperations
     with SupportsDeleteV2 with SupportsMetadataColumns with ReportsSinkMetrics {
-  override def readTablePath: org.apache.hadoop.fs.Path = snapshot.tablePath
-  override def readVersion: Long = snapshot.version
-  private val table = TableSchema.of(snapshot.metadata)
-  ProtocolSupport.checkReadable(snapshot.protocol, snapshot.tablePath.toString)
+  def this(tableName: String, snapshot: Snapshot, timeTravel: Boolean = false) =
+    this(tableName, Right(snapshot), timeTravel)
+
+  private val head: SnapshotHead = base.fold(identity, SnapshotHead.of)
+  /** The pinned version with its files (built on first use for a table loaded by its head). */
+  lazy val snapshot: Snapshot =
+    base.fold(h => log.snapshotOption().filter(_.version == h.version).getOrElse(log.snapshotAt(h.version)), identity)
+  override def readTablePath: org.apache.hadoop.fs.Path = head.tablePath
+  override def readVersion: Long = head.version
+  private val table = TableSchema.of(head.metadata)
+  ProtocolSupport.checkReadable(head.protocol, head.tablePath.toString)
 
   override def name(): String = tableName
   override def schema(): StructType = io.strata.table.PhysicalSchema.strip(table.schema) // users see no mapping keys
@@ -44,10 +56,10 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
     scala.util.Try(io.strata.table.ClusteringColumns.logical(table.schema, cols, tableName)).toOption
       .flatMap(ClusteringChanges.transform))
   override def properties(): util.Map[String, String] =
-    (snapshot.metadata.configuration ++ Map(
+    (head.metadata.configuration ++ Map(
       TableCatalog.PROP_PROVIDER -> "strata",
-      TableCatalog.PROP_LOCATION -> snapshot.tablePath.toString) ++
-      snapshot.metadata.description.map(TableCatalog.PROP_COMMENT -> _)).asJava
+      TableCatalog.PROP_LOCATION -> head.tablePath.toString) ++
+      head.metadata.description.map(TableCatalog.PROP_COMMENT -> _)).asJava
   override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(TableCapability.BATCH_READ,
     TableCapability.BATCH_WRITE, TableCapability.TRUNCATE, TableCapability.OVERWRITE_BY_FILTER,
     TableCapability.OVERWRITE_DYNAMIC, TableCapability.AUTOMATIC_SCHEMA_EVOLUTION, TableCapability.STREAMING_WRITE,
@@ -62,16 +74,17 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder =
     if (StreamingBatch.runningQueryId(SparkSession.active).contains(info.queryId())) {
       new StrataStreamingWriteBuilder(log, info, sinkProgress, AutoCompaction.Hook)
-    } else new StrataWriteBuilder(log, info, snapshot, AutoCompaction.Hook)
+    } else new StrataWriteBuilder(log, info, base, () => snapshot, AutoCompaction.Hook)
 
   /** As a streaming sink: the last micro-batch's numbers, for StreamingQueryProgress. */
   private val sinkProgress = new SinkProgress
   override def metrics(): util.Map[String, String] = sinkProgress.metrics
 
-  private def log: TableLog = TableLog.forPath(snapshot.tablePath, SparkInternals.hadoopConf(SparkSession.active, Map.empty))
+  private def log: TableLog =
+    TableLog.forPath(head.tablePath, SparkInternals.hadoopConf(SparkSession.active, Map.empty))
 
   /** New row-level changes go into deletion vectors where the table enables them and its protocol allows them. */
-  private val mergeOnRead = ProtocolSupport.deletionVectorsWritable(snapshot.protocol, snapshot.metadata)
+  private val mergeOnRead = ProtocolSupport.deletionVectorsWritable(head.protocol, head.metadata)
 
   override def metadataColumns(): Array[MetadataColumn] =
     if (mergeOnRead) Array(FileColumn.rowIdColumn, RowIndexColumn.metadataColumn)
@@ -107,7 +120,7 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
   /** Changing rows of a version read by time travel would silently drop every later commit. */
   private def requireCurrent(command: String): Unit = if (timeTravel) throw InvalidTableOperationException(
     "STRATA_TIME_TRAVEL_CHANGE", Map("command" -> command, "table" -> tableName, "version" -> snapshot.version))
-  override def version(): String = snapshot.version.toString
+  override def version(): String = head.version.toString
 
   override def newScanBuilder(options: CaseInsensitiveStringMap): StrataScanBuilder = {
     val spark = SparkSession.active
@@ -141,4 +154,14 @@ final class StrataV2Table(val tableName: String, val snapshot: Snapshot, val tim
         "value" -> value, "table" -> tableName, "version" -> snapshot.version, "sparkName" -> sparkName(name)))
     }
   }
+}
+
+object StrataV2Table {
+  /**
+   * The table at its latest version (None: no table), loaded as a path read would be: by its head only when its state
+   * reaches the distributed-state threshold ([[io.strata.config.ReadConf.distributedState]]).
+   */
+  def latest(name: String, log: TableLog): Option[StrataV2Table] =
+    log.latest(io.strata.config.ReadConf.distributedState(SparkSession.active, _))
+      .map(base => new StrataV2Table(name, base, timeTravel = false))
 }

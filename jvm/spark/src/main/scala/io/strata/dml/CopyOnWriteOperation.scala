@@ -41,7 +41,7 @@ final class CopyOnWriteOperation(table: RowLevelTarget, cmd: RowLevelOperation.C
       val conf = WriteConf.forWrite(info.options().asCaseSensitiveMap().asScala.toMap, WriteEntry.CatalogWrite,
         SparkSession.active.conf.getOption)
       val write = TableWrite.begin(table.log, info.schema(), WriteMode.RewriteRows(cmd.name()), conf,
-        table.postCommit, Some(Some(table.snapshot)))
+        table.postCommit, Some(Some(Right(table.snapshot))))
       write.rewriteRowsOf(read)
       new StrataWrite(table.log, info, write, () => (), commitParameters(cmd))
     }

@@ -52,7 +52,7 @@ final class MergeOnReadOperation(table: RowLevelTarget, cmd: RowLevelOperation.C
       // A DELETE writes no rows (Spark gives it an empty row schema): it is checked as a write of the table's columns.
       val rows = if (info.schema().isEmpty) TableSchema.of(table.snapshot.metadata).schema else info.schema()
       val write = TableWrite.begin(table.log, rows, WriteMode.RewriteRows(cmd.name()), conf,
-        table.postCommit, Some(Some(table.snapshot)))
+        table.postCommit, Some(Some(Right(table.snapshot))))
       new MergeOnReadWrite(write, table.snapshot, cmd.name(), () => condition())
     }
   }

@@ -28,7 +28,7 @@ object MetadataDelete {
     val table = TableSchema.of(snapshot.metadata)
     val spark = SparkSession.active
     val write = TableWrite.begin(log, table.schema, WriteMode.RewriteRows("DELETE"), conf, postCommit,
-      Some(Some(snapshot)))
+      Some(Some(Right(snapshot))))
     val sql = conditions.map(c => s"($c)").mkString(" AND ")
     val (matched, scope) =
       if (conditions.isEmpty) (snapshot.files, FilePredicate.WholeTable)

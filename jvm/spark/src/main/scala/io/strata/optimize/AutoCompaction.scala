@@ -28,7 +28,11 @@ object AutoCompaction {
    */
   object Hook extends PostCommitHook {
     val name = "auto-compaction"
-    def run(commit: CommittedVersion): Unit = if (enabled(commit.metadata.configuration)) {
+    def run(commit: CommittedVersion): Unit = if (!commit.readFileState) {
+      // A table above the distributed-state threshold: compacting it needs the file state on the driver.
+      if (enabled(commit.metadata.configuration)) logger.info(s"Auto-compaction skipped after version " +
+        s"${commit.version} of ${commit.log.tablePath}: the table is above the distributed-state threshold.")
+    } else if (enabled(commit.metadata.configuration)) {
       val touched = commit.actions.collect {
         case a: AddFile => a.partitionValues
         case r: RemoveFile => r.partitionValues.getOrElse(Map.empty)

@@ -90,6 +90,27 @@ object SnapshotReader {
   }
 
   /**
+   * The relation a V1 save returns after a blind append without the file state (from `head`): the version it
+   * committed (`committed`; None: nothing was written), whose metadata is in its own commit file when it changed it,
+   * else the head's (a winner changing it would have failed the commit). Its files come from a distributed job, run
+   * only if Spark asks.
+   */
+  def writtenRelation(spark: SparkSession, log: TableLog, head: SnapshotHead, committed: Option[Long]): BaseRelation = {
+    val version = committed.getOrElse(head.version)
+    val metadata = committed.flatMap(v => log.readCommit(v).collectFirst { case m: Metadata => m })
+      .getOrElse(head.metadata)
+    val table = TableSchema.of(metadata)
+    val deletionVectors = head.protocol.readerFeatures.exists(_.contains("deletionVectors"))
+    val index = new DeferredFileIndex(head.tablePath, version, table.partitionSchema, () => {
+      val at = log.headAt(version)
+      new DistributedFileIndex(spark, new DistributedFileState(spark, at, log.conf, SparkInternals.sessionZone(spark)),
+        TableSchema.of(at.metadata).schema, TableSchema.of(at.metadata).partitionSchema)
+    })
+    HadoopFsRelation(index, PhysicalSchema.strip(table.partitionSchema), PhysicalSchema.strip(table.schema), None,
+      format(head.tablePath, deletionVectors, table.schema), Map.empty)(spark)
+  }
+
+  /**
    * The snapshot's live files as a Spark file index (typed partition values, no directory listing).
    * `withFileColumn`: each file also carries its path as the value of the metadata column [[FileColumn]], appended
    * to the partition values, so Spark's Parquet reader fills it in like a partition column.

@@ -43,17 +43,25 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
    * checkpoint holds the reconciled state (PROTOCOL.md, "Checkpoints": one action per key), so its removes are
    * tombstones that hide nothing in it, and nothing that comes after it.
    */
-  private def checkpointAdds: DataFrame = {
+  private def checkpointAdds: DataFrame = checkpointRows("add", StateSchema) {
+    case (root, f: AddFile) => Some(stateRow(root, f))
+    case _ => None
+  }
+
+  /**
+   * One task per checkpoint part, decoding only its `column` (the log core's decoder, read failures thrown as the
+   * driver's replay throws them); `row` makes each action a row of `schema` (None: dropped), given the table's root.
+   */
+  private def checkpointRows(column: String, schema: StructType)(row: (Path, Action) => Option[Row]): DataFrame = {
     val sc = spark.sparkContext
     val conf = sc.broadcast(new SerializableConfiguration(hadoopConf))
     val root = head.tablePath.toString
     val parts = head.segment.checkpointFiles.map(_.toString)
     val rows = sc.parallelize(parts, math.max(1, parts.size)).mapPartitions(_.flatMap { p =>
       val rootPath = new Path(root)
-      checked(new Path(p), Checkpoints.read(new Path(p), conf.value.value, Seq("add")))
-        .collect { case f: AddFile => stateRow(rootPath, f) }
+      checked(new Path(p), Checkpoints.read(new Path(p), conf.value.value, Seq(column))).flatMap(a => row(rootPath, a))
     })
-    spark.createDataFrame(rows, StateSchema)
+    spark.createDataFrame(rows, schema)
   }
 
   /**
@@ -98,8 +106,7 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
     if (commits.isEmpty) base.get
     else {
       val root = head.tablePath.toString
-      val last = commitActions(commits).groupBy(col("key"))
-        .agg(max(struct(col("version"), col("position"), col("isAdd"), col("action"))).as("last"))
+      val last = lastOf(commits)
       val fromCommits = spark.createDataFrame(last.where(col("last.isAdd")).select(col("last.action")).rdd
         .mapPartitions { rs =>
           val rootPath = new Path(root)
@@ -131,6 +138,43 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
         }
         StateCache.Entry(spark.sparkContext, head.metadata.id, head.version, df, from.fold(0)(_.depth + 1))
     }
+
+  /** Each key's last file action in commits `versions` (key; last: version, position, isAdd, action). */
+  private def lastOf(versions: Seq[Long]): DataFrame = commitActions(versions).groupBy(col("key"))
+    .agg(max(struct(col("version"), col("position"), col("isAdd"), col("action"))).as("last"))
+
+  /**
+   * Every file action a checkpoint of this version holds, as JSON lines: the live adds (the reconciled state reads
+   * select from) and the tombstones deleted after `tombstoneCutoff` (as the driver's checkpoint keeps them): the
+   * commits' keys whose last action is a remove, and the checkpoint's removes no commit after it touched.
+   */
+  def checkpointFileActions(tombstoneCutoff: Long): DataFrame = {
+    import spark.implicits._
+    val adds = state.select(col("action"), col("stats")).as[(String, String)].map { case (a, s) =>
+      ActionCodec.serialize(ActionCodec.parse(a).asInstanceOf[AddFile].copy(stats = Option(s)))
+    }.toDF("action")
+    val fromCheckpoint = head.segment.checkpointVersion.map(_ => checkpointRemoves(tombstoneCutoff))
+    val removes = if (commitVersions.isEmpty) fromCheckpoint.map(_.select(col("action"))) else {
+      val last = lastOf(commitVersions)
+      val fromCommits = last.where(!col("last.isAdd")).select(col("last.action").as("action")).as[String]
+        .filter((l: String) =>
+          ActionCodec.parse(l).asInstanceOf[RemoveFile].deletionTimestamp.forall(_ > tombstoneCutoff))
+        .toDF("action")
+      Some(fromCheckpoint.fold(fromCommits) { cp =>
+        val touched = last.select(col("key"))
+        cp.join(if (commitsAreSmall(commitVersions.toSet)) broadcast(touched) else touched, Seq("key"), "left_anti")
+          .select(col("action")).union(fromCommits)
+      })
+    }
+    removes.fold(adds)(adds.union)
+  }
+
+  /** The checkpoint's removes deleted after `cutoff` (key, JSON line), one task per part, only `remove` decoded. */
+  private def checkpointRemoves(cutoff: Long): DataFrame = checkpointRows("remove", RemoveSchema) {
+    case (root, r: RemoveFile) if r.deletionTimestamp.forall(_ > cutoff) =>
+      Some(Row(Snapshot.replayKey(root, r.path, r.dvId), ActionCodec.serialize(r)))
+    case _ => None
+  }
 
   private def selector(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): FileSelector =
     FileSelector(PartitionPredicate(table.partitionSchema, partitionFilters), dataSchema, dataFilters,
@@ -270,6 +314,9 @@ object DistributedFileState {
     }
     b.toString
   }
+
+  private val RemoveSchema = StructType(Seq(StructField("key", StringType, nullable = false),
+    StructField("action", StringType, nullable = false)))
 
   private val ActionSchema = StructType(Seq(StructField("key", StringType, nullable = false),
     StructField("version", LongType, nullable = false), StructField("position", LongType, nullable = false),

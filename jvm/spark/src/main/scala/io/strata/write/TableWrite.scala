@@ -54,7 +54,10 @@ final class TableWrite private (
   /** This write's settings ([[WriteConf]]), with the table's properties as its commit will hold them. */
   val conf: WriteConf = writeConf.forTable(txn.metadata.map(_.configuration).getOrElse(Map.empty))
 
-  // Runs after the log core's own hooks (checkpoint, log cleanup), once the commit has landed; never fails it.
+  // Runs after the log core's own hooks (checkpoint, log cleanup), once the commit has landed; never fails it. A
+  // transaction without the file state (a blind append above the distributed-state threshold) has its checkpoint
+  // written by a Spark job.
+  if (!txn.hasFileState) txn.registerPostCommitHook(io.strata.state.DistributedCheckpoint.Hook)
   txn.registerPostCommitHook(postCommit)
 
   private var replaced: Option[(Seq[AddFile], FilePredicate)] = None
@@ -64,7 +67,7 @@ final class TableWrite private (
   /** This write is one micro-batch of a streaming query: commitInfo says so (delta-spark's STREAMING UPDATE). */
   def forStreamingBatch(batch: StreamingBatch): Unit = streamingBatch = Some(batch)
 
-  val isNewTable: Boolean = txn.readSnapshot.isEmpty
+  val isNewTable: Boolean = txn.readHead.isEmpty
 
   /**
    * True when this application already committed this version (idempotent writes): nothing to write. The commit
@@ -74,7 +77,7 @@ final class TableWrite private (
     txn.applicationVersion(app).exists(_ >= version)
   }
 
-  /** The files of the table as this write read it. */
+  /** The files of the table as this write read it (a typed error for a write without the file state). */
   def currentFiles: Seq[AddFile] = txn.readSnapshot.map(_.files).getOrElse(Nil)
 
   /** Stats columns to index (delta.dataSkippingNumIndexedCols). */
@@ -202,17 +205,25 @@ object TableWrite {
 
   /**
    * Starts a write of data with schema `dataSchema` into the table at `log`, from `base` when the caller already
-   * loaded the table (Some(None): it found no table), else from the latest version.
+   * loaded the table (Some(None): it found no table; a [[SnapshotHead]] for a blind append without the file state,
+   * [[WriteBase]]), else from the latest snapshot.
    */
   def begin(log: TableLog, dataSchema: StructType, mode: WriteMode, conf: WriteConf, postCommit: PostCommitHook,
-            base: Option[Option[Snapshot]] = None): TableWrite = {
-    val txn = base.map(log.startTransaction).getOrElse(log.startTransaction())
+            base: Option[Option[Either[SnapshotHead, Snapshot]]] = None): TableWrite = {
+    val txn = base match {
+      case Some(Some(Left(head))) =>
+        if (mode != WriteMode.Append || conf.overwriteSchema) throw new IllegalArgumentException(
+          s"A write without the file state of ${log.tablePath} can only append (mode ${mode.name}).")
+        log.startTransaction(head)
+      case Some(b) => log.startTransaction(b.map(_.toOption.get))
+      case None => log.startTransaction()
+    }
     val name = log.tablePath.toString
     if (conf.overwriteSchema && mode != WriteMode.Overwrite) throw InvalidTableOperationException(
       "STRATA_CONFLICTING_OPTIONS",
       "Option overwriteSchema replaces the whole table: use it with mode 'overwrite' and without replaceWhere or " +
         "dynamic partition overwrite.")
-    txn.readSnapshot match {
+    txn.readHead match {
       case Some(snapshot) if !conf.overwriteSchema =>
         ProtocolSupport.checkWritable(snapshot.protocol, snapshot.metadata, name)
         val table = TableSchema.of(snapshot.metadata)

@@ -2,7 +2,7 @@ package io.strata.write.streaming
 
 import io.strata.config.WriteConf
 import io.strata.log.{PostCommitHook, TableLog}
-import io.strata.write.{ForeignFiles, StreamingBatch, WriteMode}
+import io.strata.write.{ForeignFiles, StreamingBatch, WriteBase, WriteMode}
 import io.strata.write.v1.V1TableWriter
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.DataFrame
@@ -28,7 +28,8 @@ final class StrataSink(tablePath: String, conf: WriteConf, mode: WriteMode, post
     val batchConf = conf.forMicroBatch(queryId, batchId)
     val appId = batchConf.appTransaction.get._1
     val log = TableLog.forPath(new Path(tablePath), SparkInternals.hadoopConf(spark, Map.empty))
-    val base = log.snapshotOption() // the cached snapshot, brought up to date by the commits since
+    // The cached snapshot, brought up to date by the commits since; only the head above the distributed threshold.
+    val base = WriteBase.latest(spark, log, append = mode == WriteMode.Append, batchConf)
     val batch = StreamingBatch(appId, batchId, queryId, StreamingWrites.outputModeName(mode),
       sweepEarlierAttempts = progress.firstCommitOfRun)
     // A first batch that died before its commit left its files where the table is to be: those are not foreign.

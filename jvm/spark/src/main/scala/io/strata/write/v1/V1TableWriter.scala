@@ -16,14 +16,15 @@ import org.apache.spark.sql.functions.{coalesce, col, concat, concat_ws, expr, l
  */
 object V1TableWriter {
   /**
-   * Writes `data` into the table, starting from `base` (the table as the caller loaded it; None: no table). None when
+   * Writes `data` into the table, starting from `base` (the table as the caller loaded it, or only its head for a
+   * blind append above the distributed-state threshold: [[io.strata.write.WriteBase]]; None: no table). None when
    * the write's application version (txnAppId / txnVersion) was already committed: nothing was written then.
    * `postCommit`: what runs once the commit landed (the caller's: auto-compaction).
    * `batch`: `data` is a streaming micro-batch (`conf` carries the batch's application transaction); its rows
    * are computed once, by the incremental plan Spark prepared for the batch.
    */
   def write(log: TableLog, data: DataFrame, mode: WriteMode, conf: WriteConf,
-            base: Option[io.strata.log.Snapshot], postCommit: PostCommitHook,
+            base: Option[Either[io.strata.log.SnapshotHead, io.strata.log.Snapshot]], postCommit: PostCommitHook,
             batch: Option[StreamingBatch] = None): Option[CommitResult] = {
     val write = TableWrite.begin(log, data.schema, mode, conf, postCommit, Some(base))
     if (write.alreadyCommitted) return None

@@ -2,7 +2,7 @@ package io.strata.write.v2
 
 import io.strata.config.{WriteConf, WriteEntry}
 import io.strata.log.{PostCommitHook, TableLog}
-import io.strata.write.{RowAlignment, StreamingBatch, TableWrite, WriteMode}
+import io.strata.write.{RowAlignment, StreamingBatch, TableWrite, WriteBase, WriteMode}
 import io.strata.write.streaming.{SinkProgress, StreamingWrites}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
@@ -34,7 +34,8 @@ final class StrataStreamingWriteBuilder(log: TableLog, info: LogicalWriteInfo, p
       throw StreamingWrites.continuousRefused(log.tablePath.toString))
     val batchConf = conf.forMicroBatch(info.queryId(), batchId)
     val appId = batchConf.appTransaction.get._1
-    val write = TableWrite.begin(log, info.schema(), mode, batchConf, postCommit)
+    val write = TableWrite.begin(log, info.schema(), mode, batchConf, postCommit,
+      Some(WriteBase.latest(SparkSession.active, log, append = mode == WriteMode.Append, batchConf)))
     val batch = StreamingBatch(appId, batchId, info.queryId(), StreamingWrites.outputModeName(mode),
       sweepEarlierAttempts = progress.firstCommitOfRun)
     write.forStreamingBatch(batch)

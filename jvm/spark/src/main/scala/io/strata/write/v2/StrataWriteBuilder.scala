@@ -1,7 +1,7 @@
 package io.strata.write.v2
 
 import io.strata.config.{WriteConf, WriteEntry}
-import io.strata.log.{PostCommitHook, Snapshot, TableLog}
+import io.strata.log.{PostCommitHook, Snapshot, SnapshotHead, TableLog}
 import io.strata.table.V2PredicateSql
 import io.strata.write.{ReplaceWhereFiles, TableWrite, WriteMode}
 import org.apache.spark.sql.connector.expressions.filter.Predicate
@@ -12,8 +12,11 @@ import scala.jdk.CollectionConverters._
 /**
  * DataSource V2 write builder of a Strata table: append by default; `truncate` (INSERT OVERWRITE / overwrite all),
  * `overwrite(predicates)` (static partition overwrite, overwrite by filter) and `overwriteDynamicPartitions`.
+ * `base`: the version the statement was analyzed against; when it is only a head (a table above the
+ * distributed-state threshold), a blind append commits over it and every other mode builds `snapshot()`.
  */
-final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo, base: Snapshot, postCommit: PostCommitHook)
+final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo, base: Either[SnapshotHead, Snapshot],
+                               snapshot: () => Snapshot, postCommit: PostCommitHook)
     extends WriteBuilder
     with SupportsOverwriteV2 with SupportsDynamicOverwrite {
   private var mode: WriteMode = WriteMode.Append
@@ -26,7 +29,7 @@ final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo, base: Snap
    * as SQL (see [[V2PredicateSql]]). Otherwise Spark refuses the overwrite, naming the filter.
    */
   override def canOverwrite(predicates: Array[Predicate]): Boolean = {
-    val partitionColumns = base.partitionColumns
+    val partitionColumns = base.fold(_.partitionColumns, _.partitionColumns)
     predicates.forall(p => p.name() == "ALWAYS_TRUE" ||
       V2PredicateSql(p).exists(ReplaceWhereFiles.onPartitionsOnly(_, partitionColumns)))
   }
@@ -41,8 +44,14 @@ final class StrataWriteBuilder(log: TableLog, info: LogicalWriteInfo, base: Snap
 
   override def overwriteDynamicPartitions(): WriteBuilder = { mode = WriteMode.DynamicOverwrite; this }
 
-  override def build(): Write =
-    new StrataWrite(log, info, TableWrite.begin(log, info.schema(), mode, conf, postCommit, Some(Some(base))), () => ())
+  override def build(): Write = {
+    val start = base match {
+      case Left(head) if mode == WriteMode.Append && !conf.overwriteSchema => Left(head)
+      case _ => Right(snapshot())
+    }
+    new StrataWrite(log, info, TableWrite.begin(log, info.schema(), mode, conf, postCommit, Some(Some(start))),
+      () => ())
+  }
 
   /** A V2 predicate as SQL with exact literals ([[canOverwrite]] accepted only predicates that render). */
   private def sql(p: Predicate): String = V2PredicateSql(p).getOrElse(

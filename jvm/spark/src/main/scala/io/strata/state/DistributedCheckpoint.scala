@@ -1,0 +1,110 @@
+package io.strata.state
+
+import io.strata.log.{ActionCodec, AddFile, CheckpointHook, RemoveFile, CheckpointWriter, CommittedVersion, FileNames,
+  PostCommitHook, SnapshotHead, TableLog, WrittenCheckpoint}
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.strata.SparkInternals
+import org.apache.spark.util.SerializableConfiguration
+
+import scala.util.control.NonFatal
+
+/**
+ * A classic checkpoint (PROTOCOL.md, "Checkpoints") of a version whose file state the driver never holds: the file
+ * actions are reconciled by [[DistributedFileState]] (the same jobs reads use, no second reconciliation), spread over
+ * `n` partitions, and each Spark task writes one part `v.checkpoint.k.n.parquet` with the log core's writer
+ * ([[io.strata.log.LogStore.writeCheckpoint]]: the Parquet schema of the driver's checkpoints, each part whole
+ * before it appears). The non-file actions come from the version's [[SnapshotHead]] and go first into part 1.
+ * `_last_checkpoint` is written last, once every part is there; a failure deletes the parts it created.
+ */
+object DistributedCheckpoint {
+  private val logger = org.slf4j.LoggerFactory.getLogger(getClass)
+
+  /**
+   * After a blind append without the file state ([[io.strata.write.WriteBase]]): when the version is due a
+   * checkpoint, it is written by Spark jobs on a background thread of the driver, off the commit's critical path
+   * (safe as the driver's background checkpoint is: a checkpoint is only a shortcut, used once complete). Never
+   * fails the commit: a failure is logged, and a later due version writes one.
+   */
+  object Hook extends PostCommitHook {
+    val name = "distributed checkpoint"
+
+    def run(commit: CommittedVersion): Unit = if (CheckpointHook.due(commit)) SparkSession.getActiveSession match {
+      case None => logger.info(s"No checkpoint of version ${commit.version} of ${commit.log.tablePath}: no active " +
+        "Spark session to run its jobs.")
+      case Some(spark) =>
+        val (log, version) = (commit.log, commit.version)
+        background.execute { () =>
+          try write(spark, log, log.headAt(version)).foreach(w => logger.info(s"Checkpoint of version $version of " +
+            s"${log.tablePath}: ${w.files.size} parts, ${w.actions} actions, written by Spark jobs."))
+          catch {
+            case NonFatal(e) => logger.warn(s"Distributed checkpoint of version $version of ${log.tablePath} " +
+              "failed; the commit itself has landed, and a later due version writes one.", e)
+          }
+        }
+    }
+  }
+
+  private val background = java.util.concurrent.Executors.newSingleThreadExecutor { (r: Runnable) =>
+    val t = new Thread(r, "strata-distributed-checkpoint"); t.setDaemon(true); t
+  }
+
+  /** Waits until every checkpoint the hook submitted so far has been written (or failed). */
+  def awaitBackground(): Unit = background.submit(new Runnable { def run(): Unit = () }).get()
+
+  /**
+   * Writes the checkpoint of `head`'s version with Spark jobs; None (logged) when it cannot be written without the
+   * file state: V2 checkpoints (`v2Checkpoint` feature or policy) and `delta.checkpoint.writeStatsAsStruct`.
+   */
+  def write(spark: SparkSession, log: TableLog, head: SnapshotHead): Option[WrittenCheckpoint] = {
+    val format = CheckpointWriter.formatWithoutFiles(head.protocol, head.metadata)
+    if (format.isEmpty) {
+      logger.info(s"No distributed checkpoint of version ${head.version} of ${log.tablePath}: the table writes V2 " +
+        "checkpoints or typed statistics (delta.checkpoint.writeStatsAsStruct), which need the file state.")
+      return None
+    }
+    val statsAsJson = format.get.statsAsJson
+    val cutoff = System.currentTimeMillis() - TableLog.tombstoneRetentionMillis(head.metadata.configuration)
+    val state = new DistributedFileState(spark, head, log.conf, SparkInternals.sessionZone(spark))
+    val header = CheckpointWriter.headerActions(head).map(ActionCodec.serialize)
+    // The part count is fixed before the parts are written (their names carry it): from the log's upper bound of
+    // the live files (the tombstones are not known before the job; a part then holds somewhat more).
+    val estimate = header.size + head.size.files.getOrElse(0L)
+    val n = math.max(1L, (estimate + CheckpointWriter.partSize(log.conf) - 1) / CheckpointWriter.partSize(log.conf))
+      .toInt
+    val paths = if (n == 1) Seq(FileNames.checkpointFile(log.logPath, head.version))
+      else (1 to n).map(k => FileNames.checkpointPart(log.logPath, head.version, k, n))
+    val existed = paths.filter(log.store.fs.exists).toSet
+    val conf = spark.sparkContext.broadcast(new SerializableConfiguration(log.conf))
+    val root = log.tablePath.toString
+    val names = paths.map(_.toString)
+    val previous = spark.sparkContext.getLocalProperty("spark.job.description")
+    spark.sparkContext.setJobDescription(s"Strata: checkpoint of ${log.tablePath} version ${head.version}")
+    val written = try {
+      state.checkpointFileActions(cutoff).rdd.map(_.getString(0)).repartition(n).mapPartitionsWithIndex { (k, lines) =>
+        val store = TableLog.forPath(new Path(root), conf.value.value).store
+        var adds = 0L
+        var actions = 0L
+        // A checkpoint holds state, not changes: every file action is dataChange = false (as the driver's are).
+        val all = (if (k == 0) header.iterator ++ lines else lines).map { l =>
+          actions += 1
+          ActionCodec.parse(l) match {
+            case f: AddFile => adds += 1; f.copy(dataChange = false)
+            case r: RemoveFile => r.copy(dataChange = false)
+            case a => a
+          }
+        }
+        val bytes = store.writeCheckpoint(new Path(names(k)), all,
+          io.strata.log.Checkpoints.Format(None, statsAsJson = statsAsJson))
+        Iterator((adds, actions, bytes))
+      }.collect()
+    } catch {
+      case e: Throwable =>
+        paths.filterNot(existed).foreach { p => try log.store.fs.delete(p, false) catch { case NonFatal(_) => } }
+        throw e
+    } finally spark.sparkContext.setJobDescription(previous)
+    val (adds, total, bytes) = (written.map(_._1).sum, written.map(_._2).sum, written.map(_._3).sum)
+    CheckpointWriter.recordWritten(log, head.version, total, n, bytes, adds)
+    Some(WrittenCheckpoint(head.version, paths, total, bytes))
+  }
+}
