@@ -13,7 +13,7 @@ object FeatureDrop {
   val CheckpointProtection = "checkpointProtection"
   val ProtectionKey = "delta.requireCheckpointProtectionBeforeVersion"
 
-  /** The features Strata drops (each with what it removes first: io.strata.procedures.DropFeatureProcedure). */
+  /** The features Strata drops (each with what it removes first: the connector's DropFeatureProcedure). */
   val Droppable: Set[String] = Set("typeWidening", "typeWidening-preview", "vacuumProtocolCheck", "v2Checkpoint",
     "deletionVectors", InCommitTimestamps.Feature)
 

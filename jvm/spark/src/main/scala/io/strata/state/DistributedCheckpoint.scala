@@ -21,7 +21,7 @@ object DistributedCheckpoint {
   private val logger = org.slf4j.LoggerFactory.getLogger(getClass)
 
   /**
-   * After a blind append without the file state ([[io.strata.write.WriteBase]]): when the version is due a
+   * After a blind append without the file state (the write package's `WriteBase`): when the version is due a
    * checkpoint, it is written by Spark jobs on a background thread of the driver, off the commit's critical path
    * (safe as the driver's background checkpoint is: a checkpoint is only a shortcut, used once complete). Never
    * fails the commit: a failure is logged, and a later due version writes one.
