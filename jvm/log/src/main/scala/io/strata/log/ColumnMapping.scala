@@ -91,6 +91,31 @@ object ColumnMapping {
     }
   }
 
+  /**
+   * Every field (nested too) as (physical path, logical path, id): where its data is in the files and what readers
+   * call it. Path segments of arrays and maps are `element`, `key`, `value` in both. Empty without column mapping.
+   */
+  def physicalFields(m: Metadata): Seq[(Seq[String], Seq[String], Long)] = if (!enabled(m)) Nil else {
+    def walkPaths(t: JsonNode, phys: Seq[String], logical: Seq[String]): Seq[(Seq[String], Seq[String], Long)] = t match {
+      case null => Nil
+      case o if o.isObject && o.path("type").asText == "struct" && o.has("fields") =>
+        o.get("fields").elements().asScala.toSeq.flatMap { f =>
+          val name = f.get("name").asText
+          val meta = f.path("metadata")
+          val p = phys :+ meta.path(PhysicalNameKey).asText(name)
+          val l = logical :+ name
+          (p, l, meta.path(IdKey).asLong(0L)) +: walkPaths(f.get("type"), p, l)
+        }
+      case o if o.isObject && o.path("type").asText == "array" =>
+        walkPaths(o.get("elementType"), phys :+ "element", logical :+ "element")
+      case o if o.isObject && o.path("type").asText == "map" =>
+        walkPaths(o.get("keyType"), phys :+ "key", logical :+ "key") ++
+          walkPaths(o.get("valueType"), phys :+ "value", logical :+ "value")
+      case _ => Nil
+    }
+    walkPaths(ActionCodec.mapper.readTree(m.schemaString), Vector.empty, Vector.empty)
+  }
+
   private def ids(root: JsonNode): Seq[Long] =
     fields(root, "").flatMap { case (_, meta) => Option(meta).flatMap(m => Option(m.get(IdKey))).map(_.asLong) }
 

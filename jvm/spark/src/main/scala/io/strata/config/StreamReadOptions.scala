@@ -6,13 +6,20 @@ import io.strata.log.InvalidTableOperationException
  * Options of a streaming read (`readStream.format("strata")`). Where the stream starts: `startingVersion` (a version
  * or "latest") or `startingTimestamp`; neither reads the table's current rows first, then every later commit.
  * How much one micro-batch takes: `maxFilesPerTrigger` (default 1,000, as delta-spark) and `maxBytesPerTrigger`.
+ * `allowSourceColumnRename` / `allowSourceColumnDrop` (delta-spark's reader options; `allowSourceColumnRenameAndDrop`
+ * both): a query restarted after a RENAME / DROP COLUMN on a column-mapped table reads on under the new schema.
  */
 final case class StreamReadOptions(
     startingVersion: Option[StartingVersion] = None,
     startingTimestamp: Option[String] = None,
     maxFilesPerTrigger: Option[Int] = None,
     maxBytesPerTrigger: Option[Long] = None,
-    skipChangeCommits: Boolean = false)
+    skipChangeCommits: Boolean = false,
+    allowColumnRename: Boolean = false,
+    allowColumnDrop: Boolean = false) {
+  /** Whether a restarted query may read on across this change (it then reads under the table's new schema). */
+  def allows(c: io.strata.log.NonAdditiveChange): Boolean = if (c.isRename) allowColumnRename else allowColumnDrop
+}
 
 sealed trait StartingVersion
 object StartingVersion {
@@ -27,15 +34,24 @@ object StreamReadOptions {
   val MaxFilesPerTrigger = "maxFilesPerTrigger"
   val MaxBytesPerTrigger = "maxBytesPerTrigger"
   val SkipChangeCommits = "skipChangeCommits"
+  val AllowColumnRename = "allowSourceColumnRename"
+  val AllowColumnDrop = "allowSourceColumnDrop"
+  val AllowColumnRenameAndDrop = "allowSourceColumnRenameAndDrop"
   val DefaultMaxFiles = 1000
 
   private val keys = Seq(StrataOptions.Path, StartingVersionKey, StartingTimestampKey, MaxFilesPerTrigger,
-    MaxBytesPerTrigger, SkipChangeCommits)
+    MaxBytesPerTrigger, SkipChangeCommits, AllowColumnRename, AllowColumnDrop, AllowColumnRenameAndDrop)
   /** delta-spark's options for streams over changed tables: named so the error says what Strata offers instead. */
   private val deltaChangeOptions = Seq("ignoreDeletes", "ignoreChanges", "ignoreFileDeletion")
 
   def parse(options: Map[String, String]): StreamReadOptions = {
     import StrataOptions.{bad, lc}
+    options.keys.find(k => Seq("schemaTrackingLocation", "schemaLocation").exists(_.equalsIgnoreCase(k))).foreach { k =>
+      throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION",
+        s"Option '$k' is not supported by Strata's streaming source: it keeps no schema log. A RENAME or DROP " +
+        s"COLUMN stops the stream; restart it with $AllowColumnRename=true or $AllowColumnDrop=true to read on under " +
+        "the table's new schema.")
+    }
     options.keys.find(k => deltaChangeOptions.exists(_.equalsIgnoreCase(k))).foreach { k =>
       throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION",
         s"Option '$k' is not supported by Strata's streaming source: a commit " +
@@ -58,6 +74,14 @@ object StreamReadOptions {
     }
     val maxBytes = o.get(lc(MaxBytesPerTrigger)).map(v => StrataOptions.byteSize(v).getOrElse(
       bad(MaxBytesPerTrigger, v, "a size > 0 in bytes, or with a unit such as 512k, 64m or 1g")))
-    StreamReadOptions(version, timestamp, maxFiles, maxBytes, StrataOptions.boolean(o, SkipChangeCommits))
+    // delta-spark's value is "always"; true says the same here.
+    def allow(name: String) = o.get(lc(name)).exists { v =>
+      if (v.trim.equalsIgnoreCase("always") || v.trim.equalsIgnoreCase("true")) true
+      else if (v.trim.equalsIgnoreCase("false")) false
+      else bad(name, v, "always, true or false")
+    }
+    val both = allow(AllowColumnRenameAndDrop)
+    StreamReadOptions(version, timestamp, maxFiles, maxBytes, StrataOptions.boolean(o, SkipChangeCommits),
+      both || allow(AllowColumnRename), both || allow(AllowColumnDrop))
   }
 }

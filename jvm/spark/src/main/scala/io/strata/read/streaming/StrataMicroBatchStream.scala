@@ -24,13 +24,14 @@ final case class ReadMaxBytes(bytes: Long) extends ReadLimit
  * have them. Trigger.AvailableNow reads up to the version that was latest when the trigger started. The stream's
  * start is worked out once per run and, from its first micro-batch on, kept in the checkpoint ([[StreamStartRecord]]).
  */
-final class StrataMicroBatchStream(log: TableLog, tableName: String, metadata: Metadata, options: StreamReadOptions,
-                                   start: StreamStart, startRecord: StreamStartRecord)
+final class StrataMicroBatchStream(log: TableLog, tableName: String, metadata: Metadata, metadataVersion: Long,
+                                   options: StreamReadOptions, start: StreamStart, startRecord: StreamStartRecord)
     extends MicroBatchStream with SupportsAdmissionControl with SupportsTriggerAvailableNow with ReportsSourceMetrics {
   private val table = TableSchema.of(metadata)
   private val schema: StructType = table.schema
   private val dataSchema = StructType(schema.fields.filterNot(f => table.partitionColumns.contains(f.name)))
-  private val appends = new TableAppends(log, tableName, table, metadata.id, options.skipChangeCommits)
+  private val appends = new TableAppends(log, tableName, metadata, options.skipChangeCommits,
+    new ColumnChangeGuard(tableName, metadata, metadataVersion, options))
   /** Set by Trigger.AvailableNow: read nothing committed after this version. */
   @volatile private var lastVersionAllowed: Option[Long] = None
   @volatile private var latestSeen: Option[Long] = None

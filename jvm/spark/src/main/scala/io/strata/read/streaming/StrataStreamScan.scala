@@ -46,6 +46,6 @@ final class StrataStreamScan(tablePath: Path, tableName: String, schema: StructT
       case _ => StreamStart.CurrentRows
     }
     val startRecord = new StreamStartRecord(new Path(checkpointLocation), SparkInternals.hadoopConf(spark, Map.empty))
-    new StrataMicroBatchStream(log, tableName, metadata, parsed, start, startRecord)
+    new StrataMicroBatchStream(log, tableName, metadata, snapshot.version, parsed, start, startRecord)
   }
 }

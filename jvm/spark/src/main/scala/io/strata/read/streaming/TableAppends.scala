@@ -1,7 +1,7 @@
 package io.strata.read.streaming
 
-import io.strata.log.{AddFile, CommitChanges, CorruptLogException, InvalidTableOperationException, ProtocolSupport,
-  StreamSourceChangeException, TableLog}
+import io.strata.log.{AddFile, CommitChanges, CorruptLogException, InvalidTableOperationException, Metadata,
+  ProtocolSupport, StreamSourceChangeException, TableLog}
 import io.strata.table.TableSchema
 
 import java.io.FileNotFoundException
@@ -41,13 +41,21 @@ object StreamStart {
  *
  * `schema`: the stream's schema (the table's when the query started). A commit whose schema has a column the stream
  * lacks, or a column of another type, or other partition columns, stops the stream: its rows could not be read as
- * the stream's. Columns the stream has that older files lack read as null.
+ * the stream's. Columns the stream has that older files lack read as null. On a column-mapped table columns are
+ * compared by physical column, and a RENAME / DROP COLUMN stops the stream as [[ColumnChangeGuard]] says.
  */
-final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, val tableId: String,
-                         skipChangeCommits: Boolean) {
+final class TableAppends(log: TableLog, tableName: String, read: Metadata, skipChangeCommits: Boolean,
+                         guard: ColumnChangeGuard) {
+  val tableId: String = read.id
+  private val schema = TableSchema.of(read)
   private val commits = mutable.TreeMap.empty[Long, CommitChanges]
   private var initial: Option[(Long, IndexedSeq[AddFile])] = None
   private var skipped = 0L
+  /** The start position of a new stream (no rows delivered before it), set by [[startOffset]]. */
+  private var freshStart: Option[SourceOffset] = None
+  /** Checked on a run's first [[advance]]: the version a restarted query stops at (a refused RENAME / DROP). */
+  private var restartStop: Option[(Long, StreamSourceChangeException)] = None
+  private var restartChecked = false
 
   /** Change commits skipped so far by this source (skipChangeCommits). */
   def changeCommitsSkipped: Long = skipped
@@ -64,7 +72,7 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
   /** The position a new stream starts from. */
   def startOffset(start: StreamStart): SourceOffset = {
     val latest = latestVersion()
-    start match {
+    val offset = start match {
       case StreamStart.CurrentRows => SourceOffset(tableId, latest, 0, initial = true)
       case StreamStart.AfterLatest => SourceOffset(tableId, latest + 1, 0, initial = false)
       case StreamStart.AtVersion(v) =>
@@ -86,6 +94,8 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
         }
         SourceOffset(tableId, first, 0, initial = false)
     }
+    freshStart = Some(offset)
+    offset
   }
 
   /**
@@ -95,6 +105,7 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
    */
   def advance(start: SourceOffset, limit: AdmissionLimit, lastVersion: Long): SourceOffset = {
     requireSameTable(start)
+    checkRestart(start, lastVersion)
     var pos = start
     var files = 0L
     var bytes = 0L
@@ -134,12 +145,38 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
    * (none for a change commit skipped); Left for a change commit that stops the stream.
    */
   private def streamedAt(pos: SourceOffset): Either[StreamSourceChangeException, IndexedSeq[AddFile]] =
-    if (pos.initial) Right(initialFiles(pos.version)) else {
-      val c = commit(pos.version)
-      if (!c.changesRows) Right(c.appended)
-      else if (skipChangeCommits) Right(IndexedSeq.empty)
-      else Left(changeCommit(c))
+    if (pos.initial) Right(initialFiles(pos.version))
+    else restartStop.collect { case (v, stop) if pos.version >= v => stop }.toLeft(()).flatMap { _ =>
+      // A commit the stream cannot read (its schema, a replaced table) ends the batch before it, as a change does.
+      try {
+        val c = commit(pos.version)
+        if (!c.changesRows) Right(c.appended)
+        else if (skipChangeCommits) Right(IndexedSeq.empty)
+        else Left(changeCommit(c))
+      } catch { case stop: StreamSourceChangeException => Left(stop) }
     }
+
+  /**
+   * A restarted query (not a new stream's start) reads under the table's schema of now: the rows it delivered last
+   * were read under the schema before `start`. A RENAME / DROP between the two that the options refuse stops it at
+   * the commit that made it (the rows before that commit are delivered, under the new names).
+   */
+  private def checkRestart(start: SourceOffset, lastVersion: Long): Unit = if (!restartChecked) {
+    restartChecked = true
+    val before = if (start.initial || start.index > 0) start.version else start.version - 1
+    if (guard.mapped && !freshStart.contains(start) && before >= 0 && before <= lastVersion) {
+      // A log cleaned past `before` has no such snapshot: the commits it needs are gone too, and say so when read.
+      scala.util.Try(log.snapshotAt(before).metadata).toOption.filter(guard.refusedOnRestart(_).nonEmpty).foreach { delivered =>
+        // The first commit after `before` whose metadata made a change the options refuse.
+        val at = ((before + 1) to lastVersion).iterator.flatMap { v =>
+          scala.util.Try(log.readCommit(v)).toOption.flatMap(_.collectFirst { case m: Metadata => m }).map(v -> _)
+        }.map { case (v, m) => v -> io.strata.log.NonAdditiveChanges.between(delivered, m).filterNot(guard.allows) }
+          .collectFirst { case (v, refused) if refused.nonEmpty => v -> refused }
+          .getOrElse((before + 1) -> guard.refusedOnRestart(delivered))
+        restartStop = Some(at._1 -> guard.stop(at._1, at._2, allowed = false))
+      }
+    }
+  }
 
   /** Forgets what positions before `end` needed (Spark will not ask for them again). */
   def committed(end: SourceOffset): Unit = {
@@ -156,7 +193,7 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
     case _ =>
       val snapshot = log.snapshotAt(version)
       ProtocolSupport.checkReadable(snapshot.protocol, tableName)
-      checkSchema(TableSchema.of(snapshot.metadata), version)
+      checkSchema(snapshot.metadata, version)
       val files = snapshot.files.sortBy(f => (f.modificationTime, f.path))
       initial = Some(version -> files)
       files
@@ -176,22 +213,26 @@ final class TableAppends(log: TableLog, tableName: String, schema: TableSchema, 
       if (m.id != tableId) throw StreamSourceChangeException("STRATA_STREAM_SOURCE_CHANGE",
         s"Table $tableName was replaced at version " +
         s"$version (its id changed from $tableId to ${m.id}). Start a new query (a new checkpoint location).")
-      checkSchema(TableSchema.of(m), version)
+      if (guard.mapped) guard.checkCommit(version, m)
+      checkSchema(m, version)
     }
     if (c.changesRows && skipChangeCommits) skipped += 1
     commits.put(version, c)
     c
   })
 
-  private def checkSchema(at: TableSchema, version: Long): Unit = {
+  private def checkSchema(m: Metadata, version: Long): Unit = {
+    val at = TableSchema.of(m)
     val streamed = schema.schema.fields.map(f => f.name.toLowerCase(java.util.Locale.ROOT) -> f).toMap
-    val unreadable = at.schema.fields.filterNot(f => streamed.get(f.name.toLowerCase(java.util.Locale.ROOT))
-      .exists(_.dataType.catalogString == f.dataType.catalogString))
-    val partitionsDiffer = at.partitionColumns.map(_.toLowerCase(java.util.Locale.ROOT)) !=
-      schema.partitionColumns.map(_.toLowerCase(java.util.Locale.ROOT))
+    val unreadable = if (guard.mapped) guard.unreadable(m) else at.schema.fields.toSeq
+      .filterNot(f => streamed.get(f.name.toLowerCase(java.util.Locale.ROOT))
+      .exists(_.dataType.catalogString == f.dataType.catalogString)).map(f => s"${f.name} ${f.dataType.simpleString}")
+    val partitionsDiffer = if (guard.mapped) !guard.samePartitioning(m)
+      else at.partitionColumns.map(_.toLowerCase(java.util.Locale.ROOT)) !=
+        schema.partitionColumns.map(_.toLowerCase(java.util.Locale.ROOT))
     if (unreadable.nonEmpty || partitionsDiffer) throw StreamSourceChangeException("STRATA_STREAM_SOURCE_CHANGE",
       s"The schema of $tableName changed at version $version" +
-        (if (unreadable.nonEmpty) s" (${unreadable.map(f => s"${f.name} ${f.dataType.simpleString}").mkString(", ")} " +
+        (if (unreadable.nonEmpty) s" (${unreadable.mkString(", ")} " +
           "not in the stream's schema as such)" else s" (partition columns ${at.partitionColumns.mkString(", ")})") +
         s"; the stream reads the schema it started with (${schema.schema.simpleString}). Restart the query to read " +
         "the new schema.")
