@@ -1,0 +1,119 @@
+"""Strata's streaming source on a column-mapped table across RENAME / DROP COLUMN (issue 24).
+
+A running query stops at the commit that renames a column it reads, its rows before that commit delivered once; a
+restart stops there again until option allowSourceColumnRename (delta-spark's reader option) accepts the change, and
+then reads on under the new name; a new query from that version needs nothing. The same for DROP COLUMN (the rename
+option does not accept a drop); an ADD COLUMN afterwards still flows as before. Each run writes Parquet files to a
+directory of its own (a file sink recovers from a checkpoint; the memory sink does not).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+CONDITION = "STRATA_STREAM_NON_ADDITIVE_SCHEMA_CHANGE"
+
+
+def mapped(spark: SparkSession, path: Path) -> str:
+    t = f"strata.`{path}`"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, v STRING) USING strata "
+              "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
+    return t
+
+
+def source(spark: SparkSession, path: Path, **options: str) -> DataFrame:
+    return spark.readStream.format("strata").options(**options).load(str(path))
+
+
+def written(spark: SparkSession, out: Path) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """The columns and rows a run's file sink wrote to `out` (none: no files)."""
+    files = [str(f) for f in out.glob("*.parquet")]  # not the directory: its sink log starts at a later batch
+    if not files:
+        return [], []
+    df = spark.read.parquet(*files)
+    return df.columns, sorted(tuple(r) for r in df.collect())
+
+
+def start(df: DataFrame, out: Path, checkpoint: Path) -> None:
+    """One Trigger.AvailableNow run into Parquet files in `out`."""
+    (df.writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(checkpoint))
+     .trigger(availableNow=True).start().awaitTermination())
+
+
+def run(spark: SparkSession, df: DataFrame, out: Path, checkpoint: Path) -> tuple[list[str], list[tuple[Any, ...]]]:
+    start(df, out, checkpoint)
+    return written(spark, out)
+
+
+def failed_run(spark: SparkSession, df: DataFrame, out: Path, checkpoint: Path) -> tuple[str, list[tuple[Any, ...]]]:
+    """A run that fails: its error and the rows it delivered before."""
+    with pytest.raises(Exception) as failed:
+        start(df, out, checkpoint)
+    return str(failed.value), written(spark, out)[1]
+
+
+def test_rename_stops_a_running_query_and_a_restart_until_allowed(spark: SparkSession, tmp_path: Path) -> None:
+    a, cp = tmp_path / "a", tmp_path / "cp"
+    t = mapped(spark, a)                                              # version 0
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")           # 1
+    q = (source(spark, a).writeStream.format("parquet").option("path", str(tmp_path / "out1"))
+         .option("checkpointLocation", str(cp)).start())
+    try:
+        q.processAllAvailable()
+        spark.sql(f"INSERT INTO {t} VALUES (3, 'c')")                 # 2
+        spark.sql(f"ALTER TABLE {t} RENAME COLUMN v TO w")            # 3
+        spark.sql(f"INSERT INTO {t} VALUES (4, 'd')")                 # 4
+        with pytest.raises(Exception) as failed:
+            q.processAllAvailable()
+    finally:
+        q.stop()
+    message = str(failed.value)
+    assert CONDITION in message and f"The stream of {t} stops at version 3: RENAME COLUMN v TO w" in message, message
+    assert "allowSourceColumnRename=always" in message and "startingVersion=3" in message, message
+    # The rows before the rename, each once, under the old name; none after it.
+    assert written(spark, tmp_path / "out1") == (["id", "v"], [(1, "a"), (2, "b"), (3, "c")])
+
+    # A restart without the option stops at the same version and delivers nothing.
+    message, rows = failed_run(spark, source(spark, a), tmp_path / "cm_rename_2", cp)
+    assert CONDITION in message and "stops at version 3: RENAME COLUMN v TO w" in message, message
+    assert rows == []
+    # With it, the query reads on under the new name: only the row after the rename.
+    assert run(spark, source(spark, a, allowSourceColumnRename="always"), tmp_path / "cm_rename_3", cp) == (
+        ["id", "w"], [(4, "d")])
+    # A new query from the rename's version needs no option.
+    assert run(spark, source(spark, a, startingVersion="3"), tmp_path / "cm_rename_4", tmp_path / "cp4") == (
+        ["id", "w"], [(4, "d")])
+
+
+def test_drop_stops_a_restart_until_allowed_then_add_column_flows(spark: SparkSession, tmp_path: Path) -> None:
+    a, cp = tmp_path / "a", tmp_path / "cp"
+    t = mapped(spark, a)                                              # version 0
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")           # 1
+    assert run(spark, source(spark, a), tmp_path / "cm_drop_1", cp) == (["id", "v"], [(1, "a"), (2, "b")])
+    spark.sql(f"INSERT INTO {t} VALUES (3, 'c')")                     # 2
+    spark.sql(f"ALTER TABLE {t} DROP COLUMN v")                       # 3
+    spark.sql(f"INSERT INTO {t} VALUES (4)")                          # 4
+    # The query restarted on the changed table: version 2's row delivered (under the new schema), then the stop.
+    message, rows = failed_run(spark, source(spark, a), tmp_path / "cm_drop_2", cp)
+    assert CONDITION in message and f"The stream of {t} stops at version 3: DROP COLUMN v" in message, message
+    assert "allowSourceColumnDrop=always" in message, message
+    assert rows == [(3,)]
+    # The rename option does not accept a drop.
+    message, rows = failed_run(spark, source(spark, a, allowSourceColumnRename="always"), tmp_path / "cm_drop_3", cp)
+    assert "stops at version 3: DROP COLUMN v" in message and rows == [], message
+    assert run(spark, source(spark, a, allowSourceColumnRenameAndDrop="true"), tmp_path / "cm_drop_4", cp) == (
+        ["id"], [(4,)])
+    # An additive change keeps working: ADD COLUMN, then a restart reads the new column.
+    spark.sql(f"ALTER TABLE {t} ADD COLUMNS (x INT)")                 # 5
+    spark.sql(f"INSERT INTO {t} VALUES (5, 50)")                      # 6
+    assert run(spark, source(spark, a), tmp_path / "cm_drop_5", cp) == (["id", "x"], [(5, 50)])
+
+    # Options refused when the query starts: no schema log here, and only always / true / false.
+    message, _ = failed_run(spark, source(spark, a, schemaTrackingLocation=str(tmp_path / "s")), tmp_path / "cm_drop_6",
+                            tmp_path / "cp6")
+    assert "Option 'schemaTrackingLocation' is not supported" in message and "allowSourceColumnRename" in message
+    message, _ = failed_run(spark, source(spark, a, allowSourceColumnDrop="maybe"), tmp_path / "cm_drop_7", tmp_path / "cp7")
+    assert "allowSourceColumnDrop" in message and "always, true or false" in message, message
