@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
+import strata
+
 CONDITION = "STRATA_STREAM_NON_ADDITIVE_SCHEMA_CHANGE"
 
 
@@ -101,8 +103,9 @@ def test_drop_stops_a_restart_until_allowed_then_add_column_flows(spark: SparkSe
     assert CONDITION in message and f"The stream of {t} stops at version 3: DROP COLUMN v" in message, message
     assert "allowSourceColumnDrop=always" in message, message
     assert rows == [(3,)]
-    # The rename option does not accept a drop.
-    message, rows = failed_run(spark, source(spark, a, allowSourceColumnRename="always"), tmp_path / "cm_drop_3", cp)
+    # The rename option does not accept a drop (here through Table.stream's argument).
+    renames = strata.Table.for_path(spark, a).stream(allow_source_column_rename=True)
+    message, rows = failed_run(spark, renames, tmp_path / "cm_drop_3", cp)
     assert "stops at version 3: DROP COLUMN v" in message and rows == [], message
     assert run(spark, source(spark, a, allowSourceColumnRenameAndDrop="true"), tmp_path / "cm_drop_4", cp) == (
         ["id"], [(4,)])
@@ -117,3 +120,5 @@ def test_drop_stops_a_restart_until_allowed_then_add_column_flows(spark: SparkSe
     assert "Option 'schemaTrackingLocation' is not supported" in message and "allowSourceColumnRename" in message
     message, _ = failed_run(spark, source(spark, a, allowSourceColumnDrop="maybe"), tmp_path / "cm_drop_7", tmp_path / "cp7")
     assert "allowSourceColumnDrop" in message and "always, true or false" in message, message
+    with pytest.raises(strata.InvalidOptionError, match="allow_source_column_drop must be True or False"):
+        strata.Table.for_path(spark, a).stream(allow_source_column_drop="yes")  # type: ignore[arg-type]

@@ -19,6 +19,8 @@ def stream_options(
     max_files_per_trigger: int | None = None,
     max_bytes_per_trigger: int | str | None = None,
     skip_change_commits: bool = False,
+    allow_source_column_rename: bool = False,
+    allow_source_column_drop: bool = False,
 ) -> dict[str, str]:
     """The ``readStream`` options of Strata's streaming source for these arguments (see :meth:`Table.stream`)."""
     from strata.table import _timestamp_option
@@ -49,4 +51,10 @@ def stream_options(
         raise InvalidOptionError(f"skip_change_commits must be True or False; got {skip_change_commits!r}")
     if skip_change_commits:
         options["skipChangeCommits"] = "true"
+    for arg, value, option in (("allow_source_column_rename", allow_source_column_rename, "allowSourceColumnRename"),
+                               ("allow_source_column_drop", allow_source_column_drop, "allowSourceColumnDrop")):
+        if not isinstance(value, bool):
+            raise InvalidOptionError(f"{arg} must be True or False; got {value!r}")
+        if value:
+            options[option] = "always"
     return options

@@ -215,7 +215,8 @@ class Table:
     def stream(self, starting_version: int | str | None = None,
                starting_timestamp: _dt.datetime | _dt.date | str | None = None,
                max_files_per_trigger: int | None = None, max_bytes_per_trigger: int | str | None = None,
-               skip_change_commits: bool = False) -> DataFrame:
+               skip_change_commits: bool = False, allow_source_column_rename: bool = False,
+               allow_source_column_drop: bool = False) -> DataFrame:
         """The rows commits append to the table, as a streaming DataFrame (``readStream``), in commit order.
 
         Without a start, the stream first reads the table's current rows, then every later commit;
@@ -223,7 +224,9 @@ class Table:
         read like :meth:`to_df`'s) start at a commit instead. ``max_files_per_trigger`` (default 1,000) and
         ``max_bytes_per_trigger`` (bytes, or ``'64m'``) bound each micro-batch. A commit that removes or rewrites rows
         (DELETE, UPDATE, MERGE, overwrite) stops the stream unless ``skip_change_commits``, which skips such commits
-        whole; OPTIMIZE commits stream nothing. Bad arguments raise :class:`strata.InvalidOptionError` here; a
+        whole; OPTIMIZE commits stream nothing. On a column-mapped table a RENAME / DROP COLUMN stops the stream; a
+        restart reads on under the new schema only with ``allow_source_column_rename`` / ``allow_source_column_drop``
+        (delta-spark's ``allowSourceColumnRename`` / ``allowSourceColumnDrop``). Bad arguments raise :class:`strata.InvalidOptionError` here; a
         ``starting_timestamp`` after the latest commit is refused when the query starts (a ``StreamingQueryException``,
         :class:`strata.InvalidOptionError` under :func:`strata.errors.translate`).
 
@@ -234,7 +237,8 @@ class Table:
         from strata.streaming import stream_options
 
         options = stream_options(starting_version, starting_timestamp, max_files_per_trigger,
-                                 max_bytes_per_trigger, skip_change_commits)
+                                 max_bytes_per_trigger, skip_change_commits, allow_source_column_rename,
+                                 allow_source_column_drop)
         reader = self._spark.readStream.options(**options)
         with translate():
             if self._name is not None:
