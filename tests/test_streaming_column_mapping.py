@@ -15,6 +15,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 import strata
+from delta_spark_peer import Peer
 
 CONDITION = "STRATA_STREAM_NON_ADDITIVE_SCHEMA_CHANGE"
 
@@ -57,7 +58,8 @@ def failed_run(spark: SparkSession, df: DataFrame, out: Path, checkpoint: Path) 
     return str(failed.value), written(spark, out)[1]
 
 
-def test_rename_stops_a_running_query_and_a_restart_until_allowed(spark: SparkSession, tmp_path: Path) -> None:
+def test_rename_stops_a_running_query_and_a_restart_until_allowed(spark: SparkSession, peer: Peer,
+                                                                   tmp_path: Path) -> None:
     a, cp = tmp_path / "a", tmp_path / "cp"
     t = mapped(spark, a)                                              # version 0
     spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")           # 1
@@ -88,6 +90,13 @@ def test_rename_stops_a_running_query_and_a_restart_until_allowed(spark: SparkSe
     # A new query from the rename's version needs no option.
     assert run(spark, source(spark, a, startingVersion="3"), tmp_path / "cm_rename_4", tmp_path / "cp4") == (
         ["id", "w"], [(4, "d")])
+    # A new query from before it reads every row under the new name (its one schema): delta-spark, without a schema
+    # log, refuses that start instead (and sees Strata's commit 3 as a rename).
+    assert run(spark, source(spark, a, startingVersion="1"), tmp_path / "cm_rename_5", tmp_path / "cp5") == (
+        ["id", "w"], [(1, "a"), (2, "b"), (3, "c"), (4, "d")])
+    with pytest.raises(AssertionError, match="DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE"):
+        peer.stream({"format": "delta", "path": a, "options": {"startingVersion": "1"}},
+                    {"format": "delta", "path": tmp_path / "d"}, tmp_path / "dcp")
 
 
 def test_drop_stops_a_restart_until_allowed_then_add_column_flows(spark: SparkSession, tmp_path: Path) -> None:
