@@ -2,7 +2,7 @@ package io.strata.read.streaming
 
 import io.strata.config.StreamReadOptions
 import io.strata.log.{ColumnMapping, Metadata, NonAdditiveChange, NonAdditiveChanges, StreamSourceChangeException}
-import io.strata.table.TableSchema
+import io.strata.table.{PhysicalSchema, TableSchema}
 
 /**
  * The streaming source on a column-mapped table across RENAME / DROP COLUMN (as delta-spark's source, without its
@@ -16,7 +16,8 @@ import io.strata.table.TableSchema
 final class ColumnChangeGuard(tableName: String, read: Metadata, readVersion: Long, options: StreamReadOptions) {
   val mapped: Boolean = ColumnMapping.enabled(read)
   private val readTop = topLevel(read)
-  private val readSchema = TableSchema.of(read).schema
+  /** Top-level physical name -> the column's type in physical names (a nested rename changes no type here). */
+  private val readTypes = physicalTypes(read)
   private val readMaxId = ColumnMapping.maxColumnId(read)
 
   /**
@@ -49,24 +50,28 @@ final class ColumnChangeGuard(tableName: String, read: Metadata, readVersion: Lo
   }
 
   /**
-   * Top-level columns of `m` the read schema cannot read files written under `m` as, compared by physical column:
-   * one of another type, or one added after the read schema (the query must restart to read it). A column the read
-   * schema no longer has (dropped before this run) is left out of what is read.
+   * Top-level columns of `m` (the metadata of `version`) the read schema cannot read files written under `m` as,
+   * compared by physical column: one of another type, or one added after the read schema (the query must restart to
+   * read it). Metadata up to `readVersion` is older than the read schema, which reads its files as a batch read of
+   * the table reads old files (a column dropped since is left out; nested fields added since read as null).
    */
-  def unreadable(m: Metadata): Seq[String] = {
+  def unreadable(m: Metadata, version: Long): Seq[String] = if (version <= readVersion) Nil else {
     val schema = TableSchema.of(m).schema
+    val types = physicalTypes(m)
     topLevel(m).toSeq.flatMap { case (physical, (name, id)) =>
-      val f = schema(name)
       readTop.get(physical) match {
-        case Some((readName, _)) if readSchema(readName).dataType.catalogString == f.dataType.catalogString => None
+        case Some(_) if readTypes.get(physical) == types.get(physical) => None
         case None if id <= readMaxId => None
-        case _ => Some(s"${f.name} ${f.dataType.simpleString}")
+        case _ => Some(s"${schema(name).name} ${schema(name).dataType.simpleString}")
       }
     }
   }
 
   def samePartitioning(m: Metadata): Boolean =
     ColumnMapping.physicalPartitionColumns(m) == ColumnMapping.physicalPartitionColumns(read)
+
+  private def physicalTypes(m: Metadata): Map[String, String] =
+    PhysicalSchema.forWrite(TableSchema.of(m).schema).fields.map(f => f.name -> f.dataType.catalogString).toMap
 
   /** physical name -> (logical name, id) of the top-level columns. */
   private def topLevel(m: Metadata): Map[String, (String, Long)] =

@@ -224,7 +224,7 @@ final class TableAppends(log: TableLog, tableName: String, read: Metadata, skipC
   private def checkSchema(m: Metadata, version: Long): Unit = {
     val at = TableSchema.of(m)
     val streamed = schema.schema.fields.map(f => f.name.toLowerCase(java.util.Locale.ROOT) -> f).toMap
-    val unreadable = if (guard.mapped) guard.unreadable(m) else at.schema.fields.toSeq
+    val unreadable = if (guard.mapped) guard.unreadable(m, version) else at.schema.fields.toSeq
       .filterNot(f => streamed.get(f.name.toLowerCase(java.util.Locale.ROOT))
       .exists(_.dataType.catalogString == f.dataType.catalogString)).map(f => s"${f.name} ${f.dataType.simpleString}")
     val partitionsDiffer = if (guard.mapped) !guard.samePartitioning(m)
