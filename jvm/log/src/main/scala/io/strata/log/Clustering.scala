@@ -16,11 +16,15 @@ object Clustering {
   /** delta-spark's provider name: its OPTIMIZE reclusters only files with this provider or none (PROTOCOL.md). */
   val Provider = "liquid"
   /**
-   * Strata's tag on a file its OPTIMIZE clustered: the clustering columns (domain JSON) it was clustered by, so a
-   * CLUSTER BY change makes the file eligible again. A `liquid` file without it (delta-spark's) counts as clustered
-   * by the current columns.
+   * delta-spark's ZCube tags on a file a clustering wrote: the cube (one OPTIMIZE job's output) it belongs to, the
+   * logical clustering column names it was clustered by (a JSON array, as Spark's `FieldReference` prints them:
+   * `s.a`, `` `a b` ``), and the curve. Its incremental OPTIMIZE leaves large cubes of the current columns alone.
    */
-  val ColumnsTag = "strata.clusteringColumns"
+  val CubeIdTag = "ZCUBE_ID"
+  val CubeColumnsTag = "ZCUBE_ZORDER_BY"
+  val CubeCurveTag = "ZCUBE_ZORDER_CURVE"
+  /** The curve Strata's OPTIMIZE lays rows out by (delta-spark's liquid OPTIMIZE uses `hilbert`). */
+  val Curve = "zorder"
 
   /** The protocol a clustered table needs at least (writer version 7 with both features). */
   val protocol: Protocol = Protocol(1, 7, None, Some(Set(Feature, DomainWrites.Feature)))
@@ -50,22 +54,21 @@ object Clustering {
 
   def domain(columns: Seq[Seq[String]]): DomainMetadata = DomainMetadata(Domain, encode(columns), removed = false)
 
-  /** `add` as written by a clustering by `columns`: provider `liquid` and Strata's columns tag. */
-  def clustered(add: AddFile, columns: Seq[Seq[String]]): AddFile = {
+  /** `add` as written into cube `cubeId` by a clustering by `names` (logical): provider `liquid` and the cube tags. */
+  def clustered(add: AddFile, cubeId: String, names: Seq[String]): AddFile = {
     val extra = add.extra.map(_.deepCopy()).getOrElse(ActionCodec.mapper.createObjectNode())
     extra.put("clusteringProvider", Provider)
-    add.copy(extra = Some(extra), tags = add.tags + (ColumnsTag -> encode(columns)))
+    add.copy(extra = Some(extra), tags = add.tags ++ Map(CubeIdTag -> cubeId,
+      CubeColumnsTag -> ActionCodec.mapper.writeValueAsString(names.toArray), CubeCurveTag -> Curve))
   }
 
   def provider(add: AddFile): Option[String] =
     add.extra.flatMap(e => Option(e.get("clusteringProvider"))).filterNot(_.isNull).map(_.asText)
 
-  /**
-   * Whether `add` is already clustered by `columns`: written by a `liquid` clustering, by these columns when Strata
-   * wrote it (its tag), or by delta-spark (no tag: it keeps no record of the columns, and reclusters such files only
-   * when asked for a full OPTIMIZE).
-   */
-  def clusteredBy(add: AddFile, columns: Seq[Seq[String]]): Boolean =
-    provider(add).contains(Provider) && add.tags.get(ColumnsTag).forall(t => decode(t) == columns)
-
+  /** The cube `add` belongs to and the logical column names it was clustered by; None when not in a cube. */
+  def cube(add: AddFile): Option[(String, Seq[String])] = for {
+    id <- add.tags.get(CubeIdTag)
+    json <- add.tags.get(CubeColumnsTag)
+    names <- scala.util.Try(ActionCodec.mapper.readTree(json)).toOption.filter(_.isArray)
+  } yield (id, names.elements().asScala.map(_.asText).toSeq)
 }

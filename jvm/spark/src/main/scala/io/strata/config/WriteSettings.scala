@@ -173,11 +173,23 @@ object WriteSettings {
   val OptimizeMaxCommits = setting[Int]("optimize commits", session = "spark.strata.optimize.maxCommits")(
     10, "a whole number > 0")(v => wholeNumber(1, Int.MaxValue)(v).map(_.toInt))
 
+  /**
+   * Liquid clustering's ZCubes (delta-spark's `optimize.clustering.mergeStrategy.minCubeSize.*`): a cube of at least
+   * `minCubeSize` bytes is stable (OPTIMIZE leaves it); new cubes take files up to `targetCubeSize` (at least the min).
+   */
+  val ClusteringMinCubeSize = setting[Long]("clustering min cube size",
+    session = "spark.strata.optimize.clustering.minCubeSize")(100L << 30, "a number of bytes > 0, optionally with a " +
+    "unit (100g)")(StrataOptions.byteSize)
+  val ClusteringTargetCubeSize = setting[Long]("clustering target cube size",
+    session = "spark.strata.optimize.clustering.targetCubeSize")(150L << 30, "a number of bytes > 0, optionally " +
+    "with a unit (150g)")(StrataOptions.byteSize)
+
   /** Every setting, write options in the order errors list them. */
   val all: Seq[WriteSetting[_]] = Seq(PartitionColumns, Compression, MaxRecordsPerFile, UserMetadata, TxnAppId,
     TxnVersion, ReplaceWhere, PartitionOverwriteMode, MergeSchema, OverwriteSchema, OptimizeWrite, Distribution,
     MaxOpenFiles, TargetFileSize, InlineVectorBytes, NumIndexedColumns, AutoCompact, AutoCompactMinNumFiles,
-    AutoCompactMinFileSize, AutoCompactMaxFileSize, OptimizeTargetFileSize, OptimizeMaxThreads, OptimizeMaxCommits)
+    AutoCompactMinFileSize, AutoCompactMaxFileSize, OptimizeTargetFileSize, OptimizeMaxThreads, OptimizeMaxCommits,
+    ClusteringMinCubeSize, ClusteringTargetCubeSize)
 
   /** The write options `entry` accepts (besides `path`). */
   def optionsOf(entry: WriteEntry): Seq[WriteSetting[_]] = all.filter(s => s.option.isDefined && s.entries(entry))

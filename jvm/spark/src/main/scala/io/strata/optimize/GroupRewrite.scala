@@ -26,7 +26,7 @@ final class RewrittenGroup(val group: OptimizeGroup, val added: Seq[AddFile], ta
  * directory. The new files carry the group's partition values verbatim, not values parsed back from a directory.
  */
 object GroupRewrite {
-  def run(spark: SparkSession, snapshot: Snapshot, group: OptimizeGroup, targetFileSize: Long, zOrderBy: Seq[String],
+  def run(spark: SparkSession, snapshot: Snapshot, group: OptimizeGroup, targetFileSize: Long, zOrderBy: Seq[Seq[String]],
           numIndexedCols: Int): RewrittenGroup = {
     val table = TableSchema.of(snapshot.metadata)
     val dataColumns = table.schema.fields.map(_.name).filterNot(table.partitionColumns.contains)

@@ -1,15 +1,14 @@
 package io.strata.optimize
 
-import com.fasterxml.jackson.databind.JsonNode
-import io.strata.log.{ActionCodec, AddFile, Clustering, InvalidTableOperationException, Snapshot}
+import io.strata.log.{InvalidTableOperationException, Snapshot}
 import io.strata.table.{ClusteringColumns, TableSchema}
 
 /**
- * OPTIMIZE of a clustered table (liquid clustering): the rows of the files not yet clustered by the table's clustering
- * columns are laid out by the Z-order of those columns ([[ZOrder]]) and written as `clusteringProvider = liquid` files
- * tagged with the columns ([[io.strata.log.Clustering]]), together with the clustered files whose value ranges
- * overlap theirs; the other clustered files stay. Like delta-spark, it takes no `zorder_by` (the table's columns
- * decide).
+ * OPTIMIZE of a clustered table (liquid clustering), as delta-spark's incremental clustering does it: the files not
+ * in a ZCube of the current clustering columns, and the small cubes ([[ZCubes]]), are laid out by the Z-order of
+ * those columns ([[ZOrder]]), each bin of them a new cube of `clusteringProvider = liquid` files with delta-spark's
+ * cube tags ([[io.strata.log.Clustering]]); large cubes stay. Like delta-spark, it takes no `zorder_by` (the table's
+ * columns decide). Clustering columns may be nested fields (`s.a`).
  */
 object OptimizeClustering {
   def settings(snapshot: Snapshot, request: OptimizeRequest, clustering: Seq[Seq[String]],
@@ -21,49 +20,20 @@ object OptimizeClustering {
       Map("procedure" -> "optimize", "argument" -> "zorder_by", "problem" -> (s"is given for clustered table $table " +
         s"(clustered by ${logical.map(ClusteringColumns.sql).mkString(", ")}), which OPTIMIZE clusters by its " +
         "clustering columns"), "expected" -> "no zorder_by; change the columns with ALTER TABLE ... CLUSTER BY (...)"))
-    logical.find(_.size > 1).foreach(p => throw InvalidTableOperationException("STRATA_INVALID_CLUSTERING",
-      s"Cannot optimize $table: it is clustered by nested field ${ClusteringColumns.sql(p)}, and Strata clusters by " +
-        "top-level columns only."))
-    OptimizeSettings(selects, predicateSql, logical.map(_.head), targetFileSize, clustering)
+    OptimizeSettings(selects, predicateSql, logical.map(ClusteringColumns.fieldName), targetFileSize, clustering,
+      logical)
   }
 
   /**
-   * The files an OPTIMIZE rewrites (by path): those not clustered by `clustering` (physical top-level columns), and
-   * the clustered ones whose min/max box over the clustering columns meets theirs (else the new files would form a
-   * second layer over the same values, and a filter would read both). Only the choice of files depends on this: a
-   * bound missing from the statistics counts as unbounded, and a value pair that does not compare overlaps.
+   * The groups of an OPTIMIZE of a clustered table (never partitioned): one per new cube, in one commit. Empty when
+   * nothing is unclustered and at most one small cube exists (delta-spark's rule: reclustering it alone changes
+   * nothing).
    */
-  def eligible(files: Seq[AddFile], clustering: Seq[Seq[String]]): Set[String] = {
-    val (clustered, fresh) = files.partition(f => Clustering.clusteredBy(f, clustering))
-    if (fresh.isEmpty) return Set.empty
-    val columns = clustering.map(_.head)
-    val boxes = fresh.map(bounds(_, columns))
-    val box = columns.indices.map(i => (boxes.map(_(i)._1).reduce(lower), boxes.map(_(i)._2).reduce(upper)))
-    val overlapping = clustered.filter { f =>
-      bounds(f, columns).zip(box).forall { case ((min, max), (bmin, bmax)) => !before(max, bmin) && !before(bmax, min) }
+  def plan(snapshot: Snapshot, settings: OptimizeSettings, minCubeSize: Long, targetCubeSize: Long): OptimizePlan = {
+    val files = ZCubes.candidates(snapshot.files, settings.zOrderBy, minCubeSize)
+    val groups = ZCubes.bins(files, math.max(minCubeSize, targetCubeSize)).zipWithIndex.map { case (b, i) =>
+      OptimizeGroup(i + 1, Map.empty, b)
     }
-    (fresh ++ overlapping).map(_.path).toSet
+    if (groups.isEmpty) OptimizePlan(Nil, 0, 0) else OptimizePlan(Seq(groups), 1, files.size)
   }
-
-  /** Per column: (min, max) from the file's statistics, None where unknown (unbounded). */
-  private def bounds(f: AddFile, columns: Seq[String]): Seq[(Option[JsonNode], Option[JsonNode])] = {
-    val stats = f.stats.flatMap(s => scala.util.Try(ActionCodec.mapper.readTree(s)).toOption)
-    def value(kind: String, c: String) =
-      stats.flatMap(s => Option(s.get(kind))).flatMap(m => Option(m.get(c))).filter(v => v.isNumber || v.isTextual)
-    columns.map(c => (value("minValues", c), value("maxValues", c)))
-  }
-
-  private def compare(a: JsonNode, b: JsonNode): Option[Int] =
-    if (a.isNumber && b.isNumber) Some(a.decimalValue.compareTo(b.decimalValue))
-    else if (a.isTextual && b.isTextual) Some(a.asText.compareTo(b.asText))
-    else None
-
-  /** `a` < `b` for sure (an upper bound below a lower bound): unknown bounds and incomparable values are not. */
-  private def before(a: Option[JsonNode], b: Option[JsonNode]): Boolean =
-    (for (x <- a; y <- b; c <- compare(x, y)) yield c < 0).getOrElse(false)
-
-  private def lower(a: Option[JsonNode], b: Option[JsonNode]): Option[JsonNode] =
-    for (x <- a; y <- b; c <- compare(x, y)) yield if (c <= 0) x else y
-  private def upper(a: Option[JsonNode], b: Option[JsonNode]): Option[JsonNode] =
-    for (x <- a; y <- b; c <- compare(x, y)) yield if (c >= 0) x else y
 }

@@ -61,20 +61,18 @@ object Optimizer {
     val partitions = request.partitions.map(ps =>
       io.strata.table.PartitionValues.keySet(ps, io.strata.table.TableSchema.of(snapshot.metadata).partitionSchema,
         None))
-    val plan = OptimizePlanner.plan(snapshot, v => settings.selects(v) && partitions.forall(_.contains(v)),
-      settings.targetFileSize, request.minInputFiles, settings.zOrderBy.nonEmpty,
-      request.maxCommits.getOrElse(conf(WriteSettings.OptimizeMaxCommits)),
-      request.smallFileSize.getOrElse(settings.targetFileSize),
-      // Incremental clustering: files already clustered by the current columns stay unless their values overlap
-      // the new files' (PROTOCOL.md lets a writer cluster any unclustered file and recluster its own provider's).
-      if (settings.clustering.nonEmpty) {
-        val chosen = OptimizeClustering.eligible(snapshot.files, settings.clustering)
-        f => chosen(f.path)
-      } else {
-        // Auto-compaction of a clustered table bin-packs only unclustered files: clustered ones keep their layout.
-        val clustering = Clustering.columns(snapshot)
-        f => clustering.isEmpty || Clustering.provider(f).isEmpty
-      })
+    // A clustered table clusters incrementally by ZCubes; auto-compaction of one bin-packs only its unclustered
+    // files (clustered ones keep their layout).
+    val plan = if (settings.clustering.nonEmpty) OptimizeClustering.plan(snapshot, settings,
+      conf(WriteSettings.ClusteringMinCubeSize), conf(WriteSettings.ClusteringTargetCubeSize))
+    else {
+      val clustering = Clustering.columns(snapshot)
+      OptimizePlanner.plan(snapshot, v => settings.selects(v) && partitions.forall(_.contains(v)),
+        settings.targetFileSize, request.minInputFiles, settings.zOrderBy.nonEmpty,
+        request.maxCommits.getOrElse(conf(WriteSettings.OptimizeMaxCommits)),
+        request.smallFileSize.getOrElse(settings.targetFileSize),
+        f => clustering.isEmpty || Clustering.provider(f).isEmpty)
+    }
     if (plan.isEmpty) return OptimizeResult.empty
     new Run(spark, log, snapshot, plan, settings, conf, request.auto).execute()
   }
@@ -88,6 +86,8 @@ object Optimizer {
     private val conflicts = mutable.ArrayBuffer.empty[(OptimizeGroup, ConcurrentModificationException)]
     private val versions = mutable.ArrayBuffer.empty[Long]
     private val settled = mutable.Set.empty[Int] // groups committed or discarded
+    /** A clustered table's groups: each one new ZCube (delta-spark's cube id: a random UUID). */
+    private val cubeIds = plan.groups.map(g => g.index -> java.util.UUID.randomUUID.toString).toMap
 
     def execute(): OptimizeResult = {
       val threads = math.min(conf(WriteSettings.OptimizeMaxThreads), plan.groups.size)
@@ -97,7 +97,7 @@ object Optimizer {
         g.index -> pool.submit(new Callable[RewrittenGroup] {
           override def call(): RewrittenGroup = {
             SparkSession.setActiveSession(spark)
-            GroupRewrite.run(spark, snapshot, g, settings.targetFileSize, settings.zOrderBy, numIndexedCols)
+            GroupRewrite.run(spark, snapshot, g, settings.targetFileSize, settings.layout, numIndexedCols)
           }
         })
       }.toMap
@@ -133,8 +133,8 @@ object Optimizer {
         // A clustered table's rewrite restates its clustering domain: a concurrent CLUSTER BY change (a write of the
         // same domain) then conflicts, rather than files clustered by old columns being marked as the new ones'.
         if (settings.clustering.nonEmpty) txn.writeDomain(Clustering.domain(settings.clustering))
-        val added = pending.flatMap(_.added).map(f =>
-          if (settings.clustering.isEmpty) f else Clustering.clustered(f, settings.clustering))
+        val added = pending.flatMap(g => g.added.map(f =>
+          if (settings.clustering.isEmpty) f else Clustering.clustered(f, cubeIds(g.group.index), settings.zOrderBy)))
         val op = TableOperation.RewriteFiles(pending.flatMap(_.group.files), added)
         try {
           val result = txn.commit(op, Nil, operation(pending))
@@ -205,9 +205,17 @@ object Optimizer {
   }
 }
 
-/** An optimize's checked settings: the partitions it selects, Z-order columns as the table spells them, target. */
+/**
+ * An optimize's checked settings: the partitions it selects, Z-order columns as the table spells them (a clustered
+ * table: its clustering columns' names, `s.a` for a nested field), target; `clustering`: a clustered table's columns
+ * (physical paths) and `clusteringPaths` the same as logical paths.
+ */
 final case class OptimizeSettings(selects: Map[String, Option[String]] => Boolean, predicateSql: Seq[String],
-                                  zOrderBy: Seq[String], targetFileSize: Long, clustering: Seq[Seq[String]] = Nil)
+                                  zOrderBy: Seq[String], targetFileSize: Long, clustering: Seq[Seq[String]] = Nil,
+                                  clusteringPaths: Seq[Seq[String]] = Nil) {
+  /** The column paths the rows are laid out by (none: bin-packing). */
+  def layout: Seq[Seq[String]] = if (clusteringPaths.nonEmpty) clusteringPaths else zOrderBy.map(Seq(_))
+}
 
 object OptimizeSettings {
   private def invalid(argument: String, what: String, expected: String) =

@@ -32,13 +32,14 @@ object ZOrder {
   }
 
   /**
-   * `df`'s rows clustered by the Z-order of `columns` into `numFiles` partitions (one file each when written).
+   * `df`'s rows clustered by the Z-order of `columns` (paths: a top-level column, or a nested field) into `numFiles` partitions (one file each when written).
    * `rows`: how many rows `df` has, if known (the sample's fraction); otherwise they are counted.
    */
-  def cluster(df: DataFrame, columns: Seq[String], numFiles: Int, rows: Option[Long]): DataFrame = {
+  def cluster(df: DataFrame, columns: Seq[Seq[String]], numFiles: Int, rows: Option[Long]): DataFrame = {
     val bits = bitsPerColumn(columns.size)
     val ranges = 1 << bits
-    val types = columns.map(c => df.schema(c).dataType)
+    val types = columns.map(c => c.tail.foldLeft(df.schema(c.head).dataType)((t, p) =>
+      t.asInstanceOf[org.apache.spark.sql.types.StructType](p).dataType))
     val total = rows.getOrElse(df.count())
     val wanted = math.min(MaxSample, math.max(MinSample, math.max(ranges * RowsPerRange, numFiles * 200L)))
     val fraction = if (total <= wanted) 1.0 else wanted.toDouble / total
@@ -60,7 +61,7 @@ object ZOrder {
   private def expression(c: Column): Expression = SparkInternals.expression(c)
   private def column(e: Expression): Column = SparkInternals.column(e)
 
-  private def quote(name: String): String = "`" + name.replace("`", "``") + "`"
+  private def quote(path: Seq[String]): String = path.map(p => "`" + p.replace("`", "``") + "`").mkString(".")
 
   /**
    * At most `ranges - 1` distinct bounds cutting the (Catalyst) values into `ranges` parts of about equal size:

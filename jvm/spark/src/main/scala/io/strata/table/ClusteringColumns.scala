@@ -93,4 +93,12 @@ object ClusteringColumns {
   /** A logical path as SQL shows it: parts joined by dots, quoted when they hold a dot or backtick. */
   def sql(path: Seq[String]): String =
     path.map(p => if (p.contains(".") || p.contains("`")) "`" + p.replace("`", "``") + "`" else p).mkString(".")
+
+  /**
+   * A logical path as Spark's `FieldReference` prints it, the spelling delta-spark's `ZCUBE_ZORDER_BY` tag and
+   * commitInfo `clusterBy` use: parts other than plain identifiers (letters, digits, `_`; not all digits) quoted.
+   */
+  def fieldName(path: Seq[String]): String = path.map { p =>
+    if (p.matches("[a-zA-Z0-9_]+") && !p.matches("\\d+")) p else "`" + p.replace("`", "``") + "`"
+  }.mkString(".")
 }

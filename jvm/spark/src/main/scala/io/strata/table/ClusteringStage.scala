@@ -15,9 +15,6 @@ object ClusteringStage {
             table: String): Unit = {
     val wasClustered = txn.readSnapshot.exists(s => Clustering.columns(s.domains).exists(_.nonEmpty))
     clusterBy.orElse(if (wasClustered) Some(Nil) else None).foreach { names =>
-      // Strata's OPTIMIZE lays rows out by top-level columns (optimize.ZOrder).
-      names.find(_.size > 1).foreach(n => throw io.strata.log.InvalidTableOperationException("STRATA_INVALID_CLUSTERING",
-        s"Cannot cluster $table by nested field ${n.mkString(".")}: Strata clusters by top-level columns only."))
       val physical = ClusteringColumns.resolve(TableSchema.of(meta).schema, meta.partitionColumns, names, numIndexed,
         meta.configuration.get(StatsColumnsKey), table)
       if (physical.nonEmpty) txn.requireProtocol(Clustering.protocol)

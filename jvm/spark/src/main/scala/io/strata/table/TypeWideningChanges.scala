@@ -13,14 +13,15 @@ object TypeWideningChanges {
   val TypeChangesKey = "delta.typeChanges"
 
   /**
-   * The schema with the field at `path` changed to `to`; the schema itself when the type is already `to`. Refuses a
+   * The schema with the field at `path` changed to `to`; the schema itself when the type is already `to`. `path` may
+   * step into arrays (`element`) and maps (`key`, `value`), as Spark's ALTER COLUMN spells them: the change is then
+   * recorded on the nearest struct field with PROTOCOL.md's `fieldPath` (`element`, `value`, `element.key`). Refuses a
    * change PROTOCOL.md does not list, a table without `delta.enableTypeWidening`, a partition column and a column a
    * CHECK constraint uses (as delta-spark does), each naming what would be allowed.
    */
   def widen(schema: StructType, path: Seq[String], to: DataType, conf: Map[String, String],
       partitionColumns: Seq[String], protocol: Protocol, commitVersion: Long, table: String): StructType = {
-    val field = find(schema, path.toList, table)
-    val from = field.dataType
+    val from = typeAt(schema, path.toList, path, table)
     if (from == to) return schema
     val column = path.mkString(".")
     def refuse(why: String): Nothing = throw InvalidTableOperationException("STRATA_UNSUPPORTED_TYPE_CHANGE",
@@ -44,13 +45,16 @@ object TypeWideningChanges {
       refuse(s"CHECK constraint ${c.name} (${c.predicate}) uses it; drop the constraint first"))
     val preview = protocol.readerFeatures.exists(_("typeWidening-preview")) &&
       !protocol.readerFeatures.exists(_(ProtocolSupport.TypeWideningFeature))
-    val change = new MetadataBuilder().putString("fromType", from.typeName).putString("toType", to.typeName)
-    if (preview) change.putLong("tableVersion", commitVersion)
-    val before = if (field.metadata.contains(TypeChangesKey)) field.metadata.getMetadataArray(TypeChangesKey).toSeq
-      else Nil
-    val metadata = new MetadataBuilder().withMetadata(field.metadata)
-      .putMetadataArray(TypeChangesKey, (before :+ change.build()).toArray).build()
-    replace(schema, path.toList, field.copy(dataType = to, metadata = metadata))
+    def record(field: StructField, inner: List[String]): StructField = {
+      val change = new MetadataBuilder().putString("fromType", from.typeName).putString("toType", to.typeName)
+      if (preview) change.putLong("tableVersion", commitVersion)
+      if (inner.nonEmpty) change.putString("fieldPath", inner.mkString("."))
+      val before = if (field.metadata.contains(TypeChangesKey)) field.metadata.getMetadataArray(TypeChangesKey).toSeq
+        else Nil
+      field.copy(metadata = new MetadataBuilder().withMetadata(field.metadata)
+        .putMetadataArray(TypeChangesKey, (before :+ change.build()).toArray).build())
+    }
+    replace(schema, path.toList, to, record).asInstanceOf[StructType]
   }
 
   /**
@@ -106,27 +110,44 @@ object TypeWideningChanges {
     case other => other
   }
 
-  private def find(s: StructType, path: List[String], table: String): StructField = {
-    def notFound = InvalidTableOperationException("STRATA_COLUMN_NOT_FOUND", Map("column" -> path.mkString("."),
-      "table" -> table))
-    path match {
-      case name :: Nil => s.fields.find(_.name.equalsIgnoreCase(name)).getOrElse(throw notFound)
-      case name :: more => s.fields.find(_.name.equalsIgnoreCase(name)).map(_.dataType) match {
-        case Some(inner: StructType) => find(inner, more, table)
-        case Some(_) => throw InvalidTableOperationException("STRATA_UNSUPPORTED_ALTER", s"ALTER COLUMN TYPE on " +
-          s"${path.mkString(".")} of $table: Strata widens columns and struct fields, not array elements or map " +
-          "keys or values yet; nothing was changed.")
-        case None => throw notFound
-      }
-      case Nil => throw notFound
-    }
+  /** The container steps Spark's ALTER COLUMN uses for an array's element and a map's key and value. */
+  private def step(t: DataType, name: String): Option[DataType] = (t, name.toLowerCase(java.util.Locale.ROOT)) match {
+    case (a: ArrayType, "element") => Some(a.elementType)
+    case (m: MapType, "key") => Some(m.keyType)
+    case (m: MapType, "value") => Some(m.valueType)
+    case (s: StructType, _) => s.fields.find(_.name.equalsIgnoreCase(name)).map(_.dataType)
+    case _ => None
   }
 
-  private def replace(s: StructType, path: List[String], field: StructField): StructType = path match {
-    case name :: Nil => StructType(s.fields.map(f => if (f.name.equalsIgnoreCase(name)) field else f))
-    case name :: more => StructType(s.fields.map(f =>
-      if (f.name.equalsIgnoreCase(name)) f.copy(dataType = replace(f.dataType.asInstanceOf[StructType], more, field))
-      else f))
-    case Nil => s
+  private def typeAt(t: DataType, path: List[String], whole: Seq[String], table: String): DataType = path match {
+    case Nil => t
+    case name :: more => typeAt(step(t, name).getOrElse(throw InvalidTableOperationException(
+      "STRATA_COLUMN_NOT_FOUND", Map("column" -> whole.mkString("."), "table" -> table))), more, whole, table)
+  }
+
+  /**
+   * `t` with the type at `path` replaced by `to`; `record` adds the change to the struct field that owns it, given
+   * the array/map steps from that field down to the changed type (PROTOCOL.md's `fieldPath`).
+   */
+  private def replace(t: DataType, path: List[String], to: DataType,
+                      record: (StructField, List[String]) => StructField): DataType = (t, path) match {
+    case (_, Nil) => to
+    case (s: StructType, name :: more) => StructType(s.fields.map { f =>
+      if (!f.name.equalsIgnoreCase(name)) f
+      else {
+        val changed = f.copy(dataType = replace(f.dataType, more, to, record))
+        if (throughStruct(f.dataType, more)) changed else record(changed, more.map(_.toLowerCase(java.util.Locale.ROOT)))
+      }
+    })
+    case (a: ArrayType, _ :: more) => a.copy(elementType = replace(a.elementType, more, to, record))
+    case (m: MapType, k :: more) if k.equalsIgnoreCase("key") => m.copy(keyType = replace(m.keyType, more, to, record))
+    case (m: MapType, _ :: more) => m.copy(valueType = replace(m.valueType, more, to, record))
+    case (other, _) => other
+  }
+
+  /** Whether `steps` below a field of type `t` pass through a struct (a deeper field then owns the change). */
+  private def throughStruct(t: DataType, steps: List[String]): Boolean = steps match {
+    case Nil => false
+    case s :: more => t.isInstanceOf[StructType] || step(t, s).exists(throughStruct(_, more))
   }
 }

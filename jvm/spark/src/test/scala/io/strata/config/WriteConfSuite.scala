@@ -33,7 +33,8 @@ class WriteConfSuite extends AnyFunSuite {
     AutoCompact -> Seq("true", "false", "auto"), AutoCompactMinNumFiles -> Seq("4", "5", "6"),
     AutoCompactMinFileSize -> Seq("100", "200", "300"), AutoCompactMaxFileSize -> Seq("400", "500", "600"),
     OptimizeTargetFileSize -> Seq("1mb", "2mb", "3mb"), OptimizeMaxThreads -> Seq("2", "3", "4"),
-    OptimizeMaxCommits -> Seq("5", "6", "7"))
+    OptimizeMaxCommits -> Seq("5", "6", "7"), ClusteringMinCubeSize -> Seq("1g", "2g", "3g"),
+    ClusteringTargetCubeSize -> Seq("4g", "5g", "6g"))
   /** Resolved as a pair, not one by one (see the transaction tests). */
   private val pairs = Set[WriteSetting[_]](TxnAppId, TxnVersion)
 
