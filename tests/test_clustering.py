@@ -85,11 +85,11 @@ def test_delta_spark_clustered_table_read_written_and_optimized_by_strata(
     before, pending = set(log_state(path)[0]), unclustered(path)
     assert pending >= 2  # delta-spark's insert after the change and Strata's
     result = optimize(spark, path)
-    assert result["files_removed"] == pending and result["groups_conflicted"] == 0
+    # delta-spark's cube is by (id), no longer the table's columns: reclustered with the new files.
+    assert result["files_removed"] == len(before) > pending and result["groups_conflicted"] == 0
     after, _ = log_state(path)
-    kept = before & set(after)
-    assert all(after[p].get("clusteringProvider") == "liquid" for p in after)
-    assert kept and all(after[p].get("clusteringProvider") == "liquid" for p in kept)  # delta-spark's clustered file
+    assert all(a.get("clusteringProvider") == "liquid" and a["tags"]["ZCUBE_ZORDER_BY"] == '["k","id"]'
+               for a in after.values())
     commit = json.loads((path / "_delta_log" / f"{max(int(f.stem) for f in (path / '_delta_log').glob('*.json')):020d}"
                                                  ".json").read_text().splitlines()[0])["commitInfo"]
     assert commit["operation"] == "OPTIMIZE" and commit["operationParameters"]["clusterBy"] == '["k","id"]'
@@ -117,9 +117,12 @@ def test_strata_clustered_tables_continued_by_delta_spark(
     peer.call("sql", statements=[rows_sql(d, 200, 260), f"OPTIMIZE {d}"])
     assert detail(peer, path)["clusteringColumns"] == ["v", "k"] and unclustered(path) == 0
     assert len(same_everywhere(spark, peer, path)) == 260
-    # delta-spark's OPTIMIZE output is liquid: Strata's OPTIMIZE finds nothing to do (delta-spark keeps no columns
-    # record on its files; Strata takes them as clustered by the current columns).
-    assert optimize(spark, path)["files_removed"] == 0
+    # delta-spark's OPTIMIZE left Strata's cube by (id) alone (other columns: only its OPTIMIZE FULL takes them);
+    # Strata's takes it as unclustered and merges it with delta-spark's small cube; then nothing is left to do.
+    files = log_state(path)[0]
+    assert {a["tags"]["ZCUBE_ZORDER_BY"] for a in files.values()} == {'["id"]', '["v","k"]'}
+    assert optimize(spark, path)["files_removed"] == len(files)
+    assert optimize(spark, path)["files_removed"] == 0 and len(same_everywhere(spark, peer, path)) == 260
 
     # The session catalog: CREATE ... CLUSTER BY, then CLUSTER BY NONE; writeTo().clusterBy() on the strata catalog.
     spark.sql("DROP TABLE IF EXISTS default.clustered_events")
@@ -155,3 +158,49 @@ def test_strata_clustered_tables_continued_by_delta_spark(
     with pytest.raises(Exception, match="clusterBy"):
         spark.range(3).write.format("strata").clusterBy("id").save(str(tmp_path / "path_write"))
     assert not (tmp_path / "path_write" / "_delta_log").exists()
+
+
+def last_commit(path: Path) -> list[dict[str, Any]]:
+    latest = max(int(f.stem) for f in (path / "_delta_log").glob("*.json"))
+    return [json.loads(line) for line in (path / "_delta_log" / f"{latest:020d}.json").read_text().splitlines()]
+
+
+def test_zcubes_shared_with_delta_spark(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
+    """delta-spark's incremental clustering and Strata's agree on ZCubes: each leaves the other's stable cubes and
+    reclusters only the new files; with the default min cube size (100g) both merge small cubes."""
+    path = tmp_path / "cubes"
+    d, s = f"delta.`{path}`", f"strata.`{path}`"
+    peer.call("sql", statements=[f"CREATE TABLE {d} (id BIGINT, k STRING, v INT) USING delta CLUSTER BY (id)",
+                                 rows_sql(d, 0, 100), rows_sql(d, 100, 200), f"OPTIMIZE {d}"])
+    theirs = log_state(path)[0]
+    [cube] = {a["tags"]["ZCUBE_ID"] for a in theirs.values()}
+    assert all(a["clusteringProvider"] == "liquid" and a["tags"]["ZCUBE_ZORDER_BY"] == '["id"]'
+               for a in theirs.values())
+    # An append over the whole range; every cube stable: Strata's OPTIMIZE rewrites the new files only.
+    spark.sql(rows_sql(s, 0, 200))
+    new = set(log_state(path)[0]) - set(theirs)
+    spark.conf.set("spark.strata.optimize.clustering.minCubeSize", "1")
+    try:
+        assert optimize(spark, path)["files_removed"] == len(new)
+    finally:
+        spark.conf.unset("spark.strata.optimize.clustering.minCubeSize")
+    assert {a["remove"]["path"] for a in last_commit(path) if "remove" in a} == new
+    ours = {p: a for p, a in log_state(path)[0].items() if p not in theirs}
+    assert set(theirs) <= set(log_state(path)[0]) and len({a["tags"]["ZCUBE_ID"] for a in ours.values()}) == 1
+    assert all(a["tags"]["ZCUBE_ZORDER_BY"] == '["id"]' for a in ours.values())
+    assert len(same_everywhere(spark, peer, path)) == 400
+    # The same from delta-spark's side: its OPTIMIZE with every cube stable leaves both cubes.
+    threshold = "spark.databricks.delta.optimize.clustering.mergeStrategy.minCubeSize.threshold"
+    peer.call("sql", statements=[rows_sql(d, 0, 200), f"SET {threshold}=1", f"OPTIMIZE {d}", f"RESET {threshold}"])
+    removed = {a["remove"]["path"] for a in last_commit(path) if "remove" in a}
+    assert removed and not removed & (set(theirs) | set(ours))
+    assert len(same_everywhere(spark, peer, path)) == 600
+    # Default sizes: three small cubes, nothing new; Strata merges them into one, as delta-spark would.
+    files = log_state(path)[0]
+    assert len({a["tags"]["ZCUBE_ID"] for a in files.values()}) == 3 and cube in {a["tags"]["ZCUBE_ID"] for a in
+                                                                                  files.values()}
+    assert optimize(spark, path)["files_removed"] == len(files)
+    merged = log_state(path)[0]
+    assert len({a["tags"]["ZCUBE_ID"] for a in merged.values()}) == 1
+    peer.call("sql", statements=[f"OPTIMIZE {d}"])  # one cube, nothing new: delta-spark leaves it too
+    assert set(log_state(path)[0]) == set(merged) and len(same_everywhere(spark, peer, path)) == 600

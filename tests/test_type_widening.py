@@ -147,3 +147,44 @@ def test_merge_schema_widens_columns(spark: SparkSession, peer: Peer, tmp_path: 
                    "d": ("decimal(9,3)", ["decimal(5,2)>decimal(9,3)"]), "p": ("string", []), "c": ("string", [])}
     assert strata_json(spark, path) == peer.read(path)[0]
     assert len(strata_json(spark, path)) == 2
+
+
+NESTED = ("id INT, arr ARRAY<INT>, m MAP<INT, SMALLINT>, aa ARRAY<ARRAY<TINYINT>>, sa ARRAY<STRUCT<x: INT>>, "
+          "mm MAP<STRING, ARRAY<FLOAT>>")
+NESTED_ROWS = ("(1, array(1, NULL), map(1, 2S), array(array(1Y), NULL), array(named_struct('x', 5)), "
+               "map('a', array(1.5F))), (2, NULL, NULL, NULL, NULL, NULL)")
+NESTED_WIDENINGS = ["arr.element TYPE BIGINT", "m.key TYPE BIGINT", "m.value TYPE INT", "aa.element.element TYPE INT",
+                    "sa.element.x TYPE BIGINT", "mm.value.element TYPE DOUBLE", "m.value TYPE BIGINT"]
+
+
+def test_widening_inside_arrays_and_maps(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
+    mine, theirs = tmp_path / "strata", tmp_path / "delta"
+    t, d = f"strata.`{mine}`", f"delta.`{theirs}`"
+    props = "TBLPROPERTIES ('delta.enableTypeWidening' = 'true')"
+    spark.sql(f"CREATE TABLE {t} ({NESTED}) USING strata {props}")
+    spark.sql(f"INSERT INTO {t} VALUES {NESTED_ROWS}")
+    for change in NESTED_WIDENINGS:
+        spark.sql(f"ALTER TABLE {t} ALTER COLUMN {change}")
+    wide = ("(3, array(5000000000), map(6000000000, 7000000000), array(array(70000)), array(named_struct('x', "
+            "8000000000)), map('b', array(1e300)))")
+    spark.sql(f"INSERT INTO {t} VALUES {wide}")
+    peer.call("sql", statements=[f"CREATE TABLE {d} ({NESTED}) USING delta {props}", f"INSERT INTO {d} VALUES "
+                                 f"{NESTED_ROWS}"] + [f"ALTER TABLE {d} ALTER COLUMN {c}" for c in NESTED_WIDENINGS]
+              + [f"INSERT INTO {d} VALUES {wide}"])
+    # The same schema as delta-spark's at every version: each change on the nearest struct field, with `fieldPath`.
+    for version in range(0, log_version(mine) + 1):
+        same_log_state(mine, theirs, version)
+    changes = {f["name"]: [(c["fromType"], c["toType"], c.get("fieldPath")) for c in f["metadata"]
+                           .get("delta.typeChanges", [])] for f in fields(mine)}
+    assert changes["m"] == [("integer", "long", "key"), ("short", "integer", "value"), ("integer", "long", "value")]
+    assert changes["aa"] == [("byte", "integer", "element.element")] and changes["sa"] == []
+    # The files written before the widenings read upcast, alike in Strata and delta-spark, at every version.
+    versions = list(range(1, log_version(mine) + 1))
+    assert [strata_json(spark, mine, v) for v in versions] == peer.read(mine, versions)
+    assert strata_json(spark, mine) == strata_json(spark, theirs)
+    assert len(strata_json(spark, mine)) == 3
+    # Refused: a narrowing inside an array, and element of a column that is no array.
+    with pytest.raises(Exception, match="not a widening|NOT_SUPPORTED_CHANGE_COLUMN|CANNOT_UPDATE_FIELD"):
+        spark.sql(f"ALTER TABLE {t} ALTER COLUMN mm.value.element TYPE FLOAT")
+    with pytest.raises(Exception, match="element"):
+        spark.sql(f"ALTER TABLE {t} ALTER COLUMN id.element TYPE BIGINT")

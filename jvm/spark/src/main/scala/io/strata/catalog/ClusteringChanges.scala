@@ -27,7 +27,7 @@ object ClusteringChanges {
   /** How a table shows its clustering to Spark (DESCRIBE's "# Clustering Information"), by logical names. */
   def transform(logical: Seq[Seq[String]]): Option[Transform] =
     if (logical.isEmpty) None
-    else Some(ClusterByTransform(logical.map(p => Expressions.column(ClusteringColumns.sql(p))).toSeq))
+    else Some(ClusterByTransform(logical.map(p => Expressions.column(ClusteringColumns.fieldName(p))).toSeq))
 
   def isClusterBy(changes: Seq[TableChange]): Boolean =
     changes.nonEmpty && changes.forall(_.isInstanceOf[TableChange.ClusterBy])

@@ -24,6 +24,14 @@ class ClusteringSuite extends AnyFunSuite with DmlTestSupport {
     Seq(0, 100).foreach(insert(t, _))
     t
   }
+  private def withConf(key: String, value: String)(body: => Unit): Unit = {
+    spark.conf.set(key, value)
+    try body finally spark.conf.unset(key)
+  }
+  /** The table's files by ZCube id (files in no cube left out). */
+  private def cubes(t: String): Map[String, Seq[AddFile]] =
+    log(t).snapshot().files.flatMap(f => Clustering.cube(f).map(_._1 -> f)).groupBy(_._1).map { case (k, v) =>
+      k -> v.map(_._2) }
   private def error(sql: String): String = intercept[Exception](spark.sql(sql).collect()).getMessage
 
   test("CLUSTER BY: the domain and protocol, DESCRIBE, incremental OPTIMIZE, and what is refused") {
@@ -35,21 +43,33 @@ class ClusteringSuite extends AnyFunSuite with DmlTestSupport {
     assert(describe.contains("# Clustering Information"), describe)
     val unclustered = log(t).snapshot().files.size.toLong // two inserts, a file per task each
     assert(unclustered >= 2 && removedAdded(optimize(t)) == ((unclustered, 1L, 0)))
-    assert(log(t).snapshot().files.forall(f => Clustering.provider(f).contains("liquid")))
-    assert(removedAdded(optimize(t)) == ((0L, 0L, 0))) // nothing unclustered left
+    val first = log(t).snapshot().files
+    assert(first.forall(f => Clustering.provider(f).contains("liquid") && Clustering.cube(f).exists(_._2 == Seq("id"))))
+    assert(first.head.tags("ZCUBE_ZORDER_BY") == """["id"]""" && first.head.tags("ZCUBE_ZORDER_CURVE") == "zorder")
+    assert(removedAdded(optimize(t)) == ((0L, 0L, 0))) // one cube, nothing unclustered: nothing to do
+    // delta-spark's default min cube size (100g): the small cube joins the new files' (ids 200-249) new cube.
     insert(t, 200)
     val added = log(t).snapshot().files.size - 1L
-    assert(removedAdded(optimize(t)) == ((added, 1L, 0))) // only the new files: ids 200-249 overlap no clustered file
-    insert(t, 120) // ids 120-169: they overlap the first clustered file (ids 0-149), not the second (200-249)
-    val clusteredFiles = log(t).snapshot().files.filter(f => Clustering.provider(f).isDefined).map(_.path).toSet
-    val fresh = log(t).snapshot().files.size - clusteredFiles.size.toLong
-    assert(removedAdded(optimize(t))._1 == fresh + 1) // the new files and the one clustered file they overlap
-    assert((clusteredFiles -- log(t).snapshot().files.map(_.path)).size == 1)
+    assert(removedAdded(optimize(t)) == ((added + 1, 1L, 0)))
+    val merged = cubes(t)
+    assert(merged.size == 1 && !merged.keySet.exists(id => Clustering.cube(first.head).exists(_._1 == id)))
+    // With every cube stable, an append over the whole range (ids 0-249) reclusters only the new files.
+    withConf("spark.strata.optimize.clustering.minCubeSize", "1") {
+      spark.sql(s"INSERT INTO $t SELECT id * 5, 'x', 1, map('a', 1) FROM range(0, 50)")
+      val before = log(t).snapshot().files
+      val fresh = before.filter(f => Clustering.cube(f).isEmpty)
+      assert(fresh.nonEmpty && removedAdded(optimize(t)) == ((fresh.size.toLong, 1L, 0)))
+      assert(before.filterNot(fresh.contains).forall(log(t).snapshot().files.contains))
+      assert(cubes(t).size == 2 && removedAdded(optimize(t)) == ((0L, 0L, 0))) // two stable cubes
+    }
+    // Two small cubes and nothing new: merged into one (delta-spark merges small cubes the same way).
+    assert(removedAdded(optimize(t)) == ((2L, 1L, 0)) && cubes(t).size == 1)
     spark.sql(s"ALTER TABLE $t CLUSTER BY (k)")
     assert(clustering(t) == Seq(Seq("k")) && lastCommit(t).json.get("operation").asText == "CLUSTER BY")
-    assert(removedAdded(optimize(t))._1 == 2L) // clustered by id: eligible again
+    assert(removedAdded(optimize(t))._1 == 1L) // its cube is by id: unclustered for the new columns
+    assert(cubes(t).values.flatten.forall(f => Clustering.cube(f).exists(_._2 == Seq("k"))))
     assert(rowsOf(t, "count(*), sum(id)") == Seq(Row(200L, (0L until 50).sum + (100L until 150).sum +
-      (200L until 250).sum + (120L until 170).sum)))
+      (200L until 250).sum + (0L until 50).map(_ * 5).sum)))
     spark.sql(s"ALTER TABLE $t CLUSTER BY NONE")
     assert(clustering(t).isEmpty && log(t).snapshot().domains.contains(Clustering.Domain))
     spark.sql(s"ALTER TABLE $t CLUSTER BY (v)")
@@ -74,7 +94,7 @@ class ClusteringSuite extends AnyFunSuite with DmlTestSupport {
     assert(removedAdded(r) == ((0L, 0L, 1)))
     assert(clustering(t) == Seq(Seq("k")) && log(t).snapshot().files.map(_.path).toSet == before)
     assert(removedAdded(optimize(t)) == ((before.size.toLong, 1L, 0))) // then it clusters by the new column
-    assert(log(t).snapshot().files.forall(f => Clustering.clusteredBy(f, Seq(Seq("k")))))
+    assert(log(t).snapshot().files.forall(f => Clustering.cube(f).exists(_._2 == Seq("k"))))
   }
 
   test("an OPTIMIZE committed during a CLUSTER BY change: a typed domain conflict, the optimize's result stays") {
@@ -118,5 +138,35 @@ class ClusteringSuite extends AnyFunSuite with DmlTestSupport {
     assert(describe.drop(describe.indexOf("# Clustering Information") + 2) == Seq("key"), describe)
     assert(error(s"ALTER TABLE $t DROP COLUMN key").contains("clustered by"))
     assert(clustering(t) == physical && spark.table(t).columns.toSeq == Seq("id", "key"))
+  }
+
+  test("a nested clustering column: DDL, the domain's physical path, OPTIMIZE by it, and refusals") {
+    val t = freshTable("clustering", "(id BIGINT, s STRUCT<a: INT, b: STRING>) USING strata CLUSTER BY (s.a) " +
+      "TBLPROPERTIES ('delta.columnMapping.mode' = 'name', 'delta.targetFileSize' = '2kb')")
+    val Seq(Seq(ps, pa)) = clustering(t)
+    assert(ps.startsWith("col-") && pa.startsWith("col-"))
+    val describe = spark.sql(s"DESCRIBE TABLE $t").collect().map(_.getString(0)).toSeq
+    assert(describe.drop(describe.indexOf("# Clustering Information") + 2) == Seq("s.a"), describe)
+    Seq(0, 1).foreach(i => spark.sql(s"INSERT INTO $t SELECT id, named_struct('a', CAST((id * 7919 + $i) % 1000 AS " +
+      s"INT), 'b', 'x') FROM range(${i * 500}, ${i * 500 + 500})"))
+    val (removed, added, _) = removedAdded(optimize(t))
+    assert(removed >= 2 && added > 1, (removed, added))
+    val files = log(t).snapshot().files
+    assert(files.forall(f => Clustering.cube(f).exists(_._2 == Seq("s.a"))))
+    // One column's Z-order is a range partitioning: the files' s.a ranges (nested statistics) do not overlap.
+    val ranges = files.map { f =>
+      val stats = ActionCodec.mapper.readTree(f.stats.get)
+      (stats.get("minValues").get(ps).get(pa).asInt, stats.get("maxValues").get(ps).get(pa).asInt)
+    }.sorted
+    assert(ranges.sliding(2).forall { case Seq(x, y) => x._2 < y._1; case _ => true }, ranges)
+    assert(rowsOf(t, "count(*), sum(s.a)") == Seq(Row(1000L, (0L until 1000L).map(id =>
+      (id * 7919 + id / 500) % 1000).sum)))
+    spark.sql(s"ALTER TABLE $t RENAME COLUMN s.a TO c")
+    assert(clustering(t) == Seq(Seq(ps, pa)))
+    assert(removedAdded(optimize(t))._1 == files.size.toLong) // its cubes name s.a, the column is s.c now
+    assert(log(t).snapshot().files.forall(f => Clustering.cube(f).exists(_._2 == Seq("s.c"))))
+    assert(error(s"ALTER TABLE $t SET TBLPROPERTIES ('delta.dataSkippingNumIndexedCols' = '1')")
+      .contains("column s.c has no statistics"))
+    assert(error(s"ALTER TABLE $t CLUSTER BY (s.nope)").contains("does not exist"))
   }
 }
