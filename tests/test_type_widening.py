@@ -178,8 +178,8 @@ def test_widening_inside_arrays_and_maps(spark: SparkSession, peer: Peer, tmp_pa
                            .get("delta.typeChanges", [])] for f in fields(mine)}
     assert changes["m"] == [("integer", "long", "key"), ("short", "integer", "value"), ("integer", "long", "value")]
     assert changes["aa"] == [("byte", "integer", "element.element")] and changes["sa"] == []
-    # The files written before the widenings read upcast, alike in Strata and delta-spark, at every version.
-    versions = list(range(1, log_version(mine) + 1))
+    # The files written before the widenings read upcast, alike in Strata and delta-spark: before, midway, after.
+    versions = [1, 5, log_version(mine)]
     assert [strata_json(spark, mine, v) for v in versions] == peer.read(mine, versions)
     assert strata_json(spark, mine) == strata_json(spark, theirs)
     assert len(strata_json(spark, mine)) == 3
