@@ -5,12 +5,15 @@ Table: CLUSTER BY (a, b), delta.targetFileSize 512kb (so OPTIMIZE writes several
 each append one file per task (local[2]). Then, timed one at a time (a 2-core machine shared with other jobs):
   1. OPTIMIZE (everything unclustered)
   2. 2 appends with a in [2,000,000, 2,100,000) (outside every clustered file's range) -> OPTIMIZE
-  3. 2 appends over the whole range again (their box meets every clustered file's) -> OPTIMIZE
+  3. 2 appends over the whole range again -> OPTIMIZE
+  4. OPTIMIZE again (nothing new)
 Files read by `a = A AND b = B` (`inputFiles()` of Strata's pruned scan) before and after step 1.
-Run: .venv/bin/python bench/clustering_probe.py
+Run: .venv/bin/python bench/clustering_probe.py [min cube size, e.g. 2mb; default delta-spark's 100g]
+(ZCubes: a cube of at least the min size is stable; new files join the smaller ones.)
 """
 from __future__ import annotations
 
+import sys
 import tempfile
 import time
 
@@ -24,6 +27,8 @@ def main() -> None:
     spark = strata.configure_spark(SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
                                    .config("spark.sql.shuffle.partitions", "2"), f"{work}/wh").getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if len(sys.argv) > 1:
+        spark.conf.set("spark.strata.optimize.clustering.minCubeSize", sys.argv[1])
     path = f"{work}/t"
     t = f"strata.`{path}`"
     spark.sql(f"CREATE TABLE {t} (id BIGINT, a BIGINT, b BIGINT, s STRING) USING strata CLUSTER BY (a, b) "
@@ -54,7 +59,8 @@ def main() -> None:
     optimize("2. after 2 non-overlapping appends")
     for i in range(2):
         append(2_000_000 + i * 25000, "pmod(hash(id, 3), 1000000)")
-    optimize("3. after 2 overlapping appends")
+    optimize("3. after 2 appends over the whole range")
+    optimize("4. again, nothing new")
     spark.stop()
 
 

@@ -31,7 +31,7 @@ object OptimizeClustering {
    */
   def plan(snapshot: Snapshot, settings: OptimizeSettings, minCubeSize: Long, targetCubeSize: Long): OptimizePlan = {
     val files = ZCubes.candidates(snapshot.files, settings.zOrderBy, minCubeSize)
-    val groups = ZCubes.bins(files, math.max(minCubeSize, targetCubeSize)).zipWithIndex.map { case (b, i) =>
+    val groups = OptimizePlanner.pack(files, math.max(minCubeSize, targetCubeSize)).zipWithIndex.map { case (b, i) =>
       OptimizeGroup(i + 1, Map.empty, b)
     }
     if (groups.isEmpty) OptimizePlan(Nil, 0, 0) else OptimizePlan(Seq(groups), 1, files.size)

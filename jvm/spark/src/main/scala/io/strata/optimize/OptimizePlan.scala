@@ -61,15 +61,20 @@ object OptimizePlanner {
   /** The bins worth rewriting among one partition's files (see [[OptimizePlanner]]). */
   def binPack(files: Seq[AddFile], target: Long, minInputFiles: Int, smallFileSize: Long): Seq[Seq[AddFile]] = {
     val candidates = files.filter(f => f.size < smallFileSize || f.deletionVector.isDefined).sortBy(f => (f.size, f.path))
+    pack(candidates, target).filter(b => b.size >= minInputFiles || b.exists(_.deletionVector.isDefined))
+  }
+
+  /** `files` cut in their order into bins of at most `maxBytes` (a larger file alone), as delta-spark bins them. */
+  def pack(files: Seq[AddFile], maxBytes: Long): Seq[Seq[AddFile]] = {
     val bins = Seq.newBuilder[Seq[AddFile]]
     var bin = Vector.empty[AddFile]
     var binBytes = 0L
-    candidates.foreach { f =>
-      if (bin.nonEmpty && binBytes + f.size > target) { bins += bin; bin = Vector.empty; binBytes = 0L }
+    files.foreach { f =>
+      if (bin.nonEmpty && binBytes + f.size > maxBytes) { bins += bin; bin = Vector.empty; binBytes = 0L }
       bin :+= f
       binBytes += f.size
     }
     if (bin.nonEmpty) bins += bin
-    bins.result().filter(b => b.size >= minInputFiles || b.exists(_.deletionVector.isDefined))
+    bins.result()
   }
 }

@@ -23,18 +23,4 @@ object ZCubes {
       .filter(_.iterator.map(_.size).sum < minCubeSize)
     if (fresh.isEmpty && small.size <= 1) Nil else fresh.sortBy(_.path) ++ small.flatMap(_.sortBy(_.path))
   }
-
-  /** `files` cut in order into bins of at most `maxBinSize` bytes (a larger file alone), as delta-spark bins them. */
-  def bins(files: Seq[AddFile], maxBinSize: Long): Seq[Seq[AddFile]] = {
-    val out = Seq.newBuilder[Seq[AddFile]]
-    var bin = Vector.empty[AddFile]
-    var bytes = 0L
-    files.foreach { f =>
-      if (bin.nonEmpty && bytes + f.size > maxBinSize) { out += bin; bin = Vector.empty; bytes = 0L }
-      bin :+= f
-      bytes += f.size
-    }
-    if (bin.nonEmpty) out += bin
-    out.result()
-  }
 }
