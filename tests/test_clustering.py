@@ -142,12 +142,25 @@ def test_strata_clustered_tables_continued_by_delta_spark(
     assert log_state(written)[1] == [["k"], ["id"]]
     assert detail(peer, written)["clusteringColumns"] == ["k", "id"]
     assert len(same_everywhere(spark, peer, written)) == 40
-    # Column mapping: the domain names the physical column, delta-spark shows the logical one.
+    # Column mapping and a nested column: the domain names the physical path, delta-spark shows the logical one.
     mapped = tmp_path / "mapped"
-    spark.sql(f"CREATE TABLE strata.`{mapped}` (id BIGINT, k STRING) USING strata CLUSTER BY (k) "
+    spark.sql(f"CREATE TABLE strata.`{mapped}` (id BIGINT, s STRUCT<k: STRING>) USING strata CLUSTER BY (s.k) "
               "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
-    [[physical]] = log_state(mapped)[1] or [[""]]
-    assert physical.startswith("col-") and detail(peer, mapped)["clusteringColumns"] == ["k"]
+    [[outer, inner]] = log_state(mapped)[1] or [["", ""]]
+    assert outer.startswith("col-") and inner.startswith("col-")
+    assert detail(peer, mapped)["clusteringColumns"] == ["s.k"]
+    # Strata's cube by s.k is one of the current columns for delta-spark too: its OPTIMIZE (every cube stable)
+    # leaves it and clusters its own new file only.
+    spark.sql(f"INSERT INTO strata.`{mapped}` SELECT id, named_struct('k', concat('k', id % 5)) FROM range(0, 50)")
+    assert optimize(spark, mapped)["files_added"] == 1
+    [ours] = log_state(mapped)[0].values()
+    assert ours["tags"]["ZCUBE_ZORDER_BY"] == '["s.k"]'
+    m = f"delta.`{mapped}`"
+    threshold = "spark.databricks.delta.optimize.clustering.mergeStrategy.minCubeSize.threshold"
+    peer.call("sql", statements=[f"INSERT INTO {m} SELECT id, named_struct('k', 'x') FROM range(50, 60)",
+                                 f"SET {threshold}=1", f"OPTIMIZE {m}", f"RESET {threshold}"])
+    after = log_state(mapped)[0]
+    assert ours["path"] in after and len(after) == 2 and unclustered(mapped) == 0
     # ALTER TABLE ... CLUSTER BY on an unclustered table upgrades its protocol; delta-spark sees the columns.
     plain = tmp_path / "plain"
     spark.sql(f"CREATE TABLE strata.`{plain}` (id BIGINT, k STRING) USING strata")
