@@ -188,3 +188,7 @@ def test_widening_inside_arrays_and_maps(spark: SparkSession, peer: Peer, tmp_pa
         spark.sql(f"ALTER TABLE {t} ALTER COLUMN mm.value.element TYPE FLOAT")
     with pytest.raises(Exception, match="element"):
         spark.sql(f"ALTER TABLE {t} ALTER COLUMN id.element TYPE BIGINT")
+    # A CHECK constraint on the array holding the element blocks its widening, as on a column.
+    spark.sql(f"ALTER TABLE {t} ADD CONSTRAINT has_aa CHECK (aa IS NULL OR size(aa) >= 0)")
+    with pytest.raises(Exception, match="has_aa"):
+        spark.sql(f"ALTER TABLE {t} ALTER COLUMN aa.element.element TYPE BIGINT")

@@ -39,9 +39,15 @@ object TypeWideningChanges {
         s"('${ProtocolSupport.TypeWideningKey}' = 'true') first (readers then need the table feature typeWidening)")
     if (path.length == 1 && partitionColumns.exists(_.equalsIgnoreCase(path.head)))
       refuse("it is a partition column (Strata widens data columns only)")
-    CheckConstraints.of(conf).find(c => SqlPredicates.referencedColumns(c.predicate).exists(r =>
-      r.equalsIgnoreCase(column) || r.toLowerCase(java.util.Locale.ROOT).startsWith(column.toLowerCase(
-        java.util.Locale.ROOT) + "."))).foreach(c =>
+    // Inside an array or map, a constraint on the column that holds it (`size(arr) > 0`) depends on the change too.
+    val owner = (1 to path.length).find(i => typeAt(schema, path.take(i).toList, path, table) match {
+      case _: ArrayType | _: MapType => true
+      case _ => false
+    }).map(i => path.take(i).mkString(".")).getOrElse(column).toLowerCase(java.util.Locale.ROOT)
+    CheckConstraints.of(conf).find(c => SqlPredicates.referencedColumns(c.predicate).exists { r =>
+      val ref = r.toLowerCase(java.util.Locale.ROOT)
+      ref == owner || ref.startsWith(owner + ".")
+    }).foreach(c =>
       refuse(s"CHECK constraint ${c.name} (${c.predicate}) uses it; drop the constraint first"))
     val preview = protocol.readerFeatures.exists(_("typeWidening-preview")) &&
       !protocol.readerFeatures.exists(_(ProtocolSupport.TypeWideningFeature))
