@@ -107,6 +107,56 @@ def test_delta_spark_and_delta_rs_read_strata_multi_part_struct_stats_checkpoint
         assert by_path[file]["null_count.s"] == stats["nullCount"]["s"]
 
 
+def test_delta_spark_and_delta_rs_read_struct_stats_checkpoints_strata_wrote_with_spark_jobs(
+        la_session: SparkSession, peer: Peer, tmp_path: Path) -> None:
+    """writeStatsAsStruct on the distributed path: appends above the threshold (forced to 0) commit without the file
+    state, and the due checkpoint's parts, written by Spark tasks, carry stats_parsed / partitionValues_parsed only
+    (writeStatsAsJson = false): delta-spark skips files with them, delta-rs reads them as the commits' JSON."""
+    spark = la_session
+    path = tmp_path / "t"
+    spark.sql(f"CREATE TABLE strata.`{path}` ({SCHEMA}) USING strata PARTITIONED BY (p) TBLPROPERTIES ("
+              "'delta.checkpointInterval' = '5', 'delta.checkpoint.writeStatsAsStruct' = 'true', "
+              "'delta.checkpoint.writeStatsAsJson' = 'false')")
+    jvm: Any = spark.sparkContext._jvm
+    built = jvm.io.strata.log.Snapshot.fileStatesBuilt()
+    try:
+        spark.conf.set("spark.strata.state.distributedThreshold.files", "0")
+        spark.conf.set("spark.databricks.delta.checkpoint.partSize", "3")
+        for k in range(5):
+            batch(spark, k).write.format("strata").mode("append").save(str(path))
+        jvm.io.strata.state.DistributedCheckpoint.awaitBackground()
+    finally:
+        spark.conf.unset("spark.strata.state.distributedThreshold.files")
+    assert jvm.io.strata.log.Snapshot.fileStatesBuilt() == built, "the appends or the checkpoint built a file state"
+    parts = checkpoint_parts(path, 5)
+    assert len(parts) >= 2 and [p.name for p in parts] == \
+        [f"{5:020d}.checkpoint.{i:010d}.{len(parts):010d}.parquet" for i in range(1, len(parts) + 1)]
+    adds = [r["add"] for p in parts for r in pq.read_table(p).to_pylist() if r["add"] is not None]
+    expected_stats = commit_stats(path, 5)
+    assert len(adds) == 5 and all(a["stats"] is None and a["stats_parsed"] is not None for a in adds)
+    assert {str(a["partitionValues_parsed"]["p"]) for a in adds} == {a["partitionValues"][0][1] for a in adds}
+    for a in adds:
+        stats, parsed = expected_stats[a["path"]], a["stats_parsed"]
+        assert parsed["numRecords"] == stats["numRecords"] and parsed["nullCount"]["s"] == stats["nullCount"]["s"]
+        assert (parsed["minValues"]["id"], parsed["maxValues"]["id"]) == \
+            (stats["minValues"]["id"], stats["maxValues"]["id"])
+    batch(spark, 5).write.format("strata").mode("append").save(str(path))  # version 6, after the checkpoint
+    drop_commits_up_to(path, 5)
+
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    expected = strata_json(spark, path)
+    assert len(expected) == 24
+    assert peer.read(path)[0] == expected
+    assert peer.call("query", sql=f"SELECT * FROM delta.`{path}` WHERE id = 31")["rows"] == \
+        sorted(spark.read.format("strata").load(str(path)).where("id = 31").toJSON().collect())
+    flat = [c for c in COLUMNS if c != "nested"]
+    assert delta_rs_tuples(path, flat) == strata_tuples(spark, path, flat)
+    actions = {a["path"]: a for a in pa.table(DeltaTable(str(path)).get_add_actions(flatten=True)).to_pylist()}
+    for file, stats in expected_stats.items():
+        assert actions[file]["num_records"] == stats["numRecords"]
+        assert actions[file]["max.id"] == stats["maxValues"]["id"]
+
+
 def files_read(df: DataFrame) -> int:
     """The number of data files the scan of `df` read (FileSourceScanExec's numFiles), running it without AQE."""
     spark = df.sparkSession

@@ -3,7 +3,7 @@ package io.strata.read
 import io.strata.config.{ReadConf, ReadOptions}
 import io.strata.log.{AddFile, InvalidTableOperationException, Metadata, ProtocolSupport, Snapshot, SnapshotHead,
   TableLog, TableNotFoundException, VacuumedFiles}
-import io.strata.state.DistributedFileState
+import io.strata.state.{DistributedFileState, DistributedVacuumCheck}
 import io.strata.table.{CatalystValues, PhysicalSchema, TableSchema}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
@@ -46,15 +46,19 @@ object SnapshotReader {
   /**
    * The version versionAsOf / timestampAsOf name, as [[latest]] takes the latest: its head when its state reaches the
    * distributed-state threshold (its [[StateSize]]: the checkpoint's count plus the commits' adds), else its snapshot
-   * ([[snapshotFor]]: files a VACUUM deleted are named before the read). The head's read fails on a deleted file as
-   * Spark's scan finds it missing.
+   * ([[snapshotFor]]). Either way files a VACUUM deleted are named before the read, with the same typed error (the
+   * head's by [[DistributedVacuumCheck]]).
    */
   private def travel(spark: SparkSession, log: TableLog, options: ReadOptions): Either[SnapshotHead, Snapshot] = {
     val version = options.versionAsOf.getOrElse(log.versionAsOf(parseTimestampMillis(spark, options.timestampAsOf.get)))
     val head = log.headAt(version)
     ProtocolSupport.checkReadable(head.protocol, log.tablePath.toString)
-    if (ReadConf.distributedState(spark, head.size) && head.classicCheckpoint) Left(head)
-    else Right(snapshotFor(spark, log, options))
+    if (ReadConf.distributedState(spark, head.size) && head.classicCheckpoint) {
+      // The driver path's VACUUM check (VacuumedFiles), by Spark jobs: the same typed error before any scan.
+      val latest = log.headOption().getOrElse(throw TableNotFoundException(log.tablePath.toString))
+      DistributedVacuumCheck.check(spark, log, head, latest, log.conf, SparkInternals.sessionZone(spark))
+      Left(head)
+    } else Right(snapshotFor(spark, log, options))
   }
 
   /**
