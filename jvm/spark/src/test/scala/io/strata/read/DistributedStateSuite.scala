@@ -2,7 +2,8 @@ package io.strata.read
 
 import io.strata.SparkTestSession
 import io.strata.config.ReadConf
-import io.strata.log.{AddFile, CheckpointWriter, InvalidTableOperationException, Operation, RemoveFile, TableLog}
+import io.strata.log.{AddFile, CheckpointWriter, InvalidTableOperationException, Operation, RemoveFile, Snapshot,
+  TableLog}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.execution.datasources.{FileIndex, HadoopFsRelation, LogicalRelation}
@@ -282,5 +283,28 @@ class DistributedStateSuite extends AnyFunSuite with SparkTestSession {
       driverLog.getMessage)
     // a version whose files are all there still reads alike
     sameBothWaysWith(Map("versionAsOf" -> "3"))(path, "p = 'p1'")
+  }
+
+  test("catalog reads above the threshold (StrataCatalog, session catalog): no driver file state, driver's rows") {
+    val inStrata = freshTable("distcat", "(id BIGINT, p STRING, v STRING) USING strata PARTITIONED BY (p)")
+    val inSession = s"spark_catalog.default.distcat_${System.nanoTime()}"
+    spark.sql(s"CREATE TABLE $inSession (id BIGINT, p STRING, v STRING) USING strata PARTITIONED BY (p)")
+    Seq(inStrata, inSession).foreach { t =>
+      spark.sql(s"INSERT INTO $t VALUES (1, 'a', 'x'), (2, 'b', 'y'), (3, 'a', 'z')")
+      spark.sql(s"INSERT INTO $t VALUES (4, 'c', 'x')")
+      spark.sql(s"DELETE FROM $t WHERE id = 2")
+      val queries = Seq(s"SELECT * FROM $t", s"SELECT * FROM $t WHERE p = 'a'", s"SELECT id FROM $t WHERE v = 'x'",
+        s"SELECT p, count(*) FROM $t GROUP BY p", s"SELECT count(*) FROM $t")
+      def answers() = queries.map(q => spark.sql(q).collect().map(_.toString).sorted.toSeq)
+      // The last commit a blind append over the head: this JVM holds no snapshot of the latest version.
+      distributed(spark.sql(s"INSERT INTO $t VALUES (5, 'b', 'x')"))
+      val built = Snapshot.fileStatesBuilt
+      val (jobs, explain) = distributed((answers(),
+        spark.sql(s"SELECT * FROM $t WHERE p = 'a'").queryExecution.executedPlan.toString))
+      assert(Snapshot.fileStatesBuilt == built, s"a read of $t built a file state on the driver")
+      assert(explain.contains("LogFileIndex(1 paths)"), explain)
+      assert(jobs == onDriver(answers()))
+      assert(jobs.head.size == 4 && jobs(1) == Seq("[1,a,x]", "[3,a,z]"), jobs)
+    }
   }
 }
