@@ -204,4 +204,20 @@ class DistributedAppendSuite extends AnyFunSuite with SparkTestSession {
     val gone = intercept[InvalidTableOperationException](l.snapshotAt(3L))
     assert(gone.getMessage.contains("no longer available") && gone.getMessage.contains("is 4"), gone.getMessage)
   }
+
+  test("a table with V2 checkpoints keeps the driver path above the threshold: its due checkpoint is a V2 one") {
+    val path = tempDir().resolve("v2").toString
+    spark.sql(s"CREATE TABLE strata.`$path` (id long, p string) USING strata TBLPROPERTIES (" +
+      "'delta.checkpointInterval' = '2', 'delta.checkpointPolicy' = 'v2')")
+    val built = Snapshot.fileStatesBuilt
+    aboveThreshold { append(path, 1L -> "a"); append(path, 2L -> "b") } // v2: due
+    CheckpointHook.awaitBackground()
+    DistributedCheckpoint.awaitBackground()
+    assert(Snapshot.fileStatesBuilt > built, "a V2-checkpoint table's append went without the file state")
+    val l = log(path)
+    val checkpoints = l.store.list(l.logPath).flatMap(st => FileNames.classify(st.getPath.getName))
+      .collect { case c @ (_: FileNames.V2Checkpoint | _: FileNames.CheckpointPart) => c }
+    assert(checkpoints == Seq(FileNames.V2Checkpoint(2L)), checkpoints)
+    assert(table(path).map(_.getLong(0)) == Seq(1L, 2L))
+  }
 }
