@@ -17,7 +17,24 @@ import org.apache.spark.sql.functions.{col, lit, min}
 object DistributedVacuumCheck {
   /** Throws [[VacuumedFiles]]'s error when the files of `old` most likely vacuumed are gone. */
   def check(spark: SparkSession, log: TableLog, old: SnapshotHead, latest: SnapshotHead, conf: Configuration,
-            zone: ZoneId): Unit = if (old.version != latest.version) {
+            zone: ZoneId): Unit = {
+    // A pair of versions found readable is not checked again while the table's latest version is the same (VACUUM
+    // commits, as Strata's and delta-spark's do, make a new latest version): repeated reads of one old version
+    // cost no jobs. A file deleted outside any commit then fails the scan, naming it.
+    val key = s"${log.tablePath}|${latest.metadata.id}|${spark.sparkContext.applicationId}|${old.version}|${latest.version}"
+    if (old.version != latest.version && !Passed.synchronized(Passed.containsKey(key))) {
+      failIfVacuumed(spark, log, old, latest, conf, zone)
+      Passed.synchronized(Passed.put(key, true))
+    }
+  }
+
+  /** Pairs of versions found readable, the most recent few. */
+  private val Passed = new java.util.LinkedHashMap[String, Boolean](16, 0.75f, true) {
+    override def removeEldestEntry(e: java.util.Map.Entry[String, Boolean]): Boolean = size() > 64
+  }
+
+  private def failIfVacuumed(spark: SparkSession, log: TableLog, old: SnapshotHead, latest: SnapshotHead,
+                             conf: Configuration, zone: ZoneId): Unit = {
     val before = new DistributedFileState(spark, old, conf, zone)
     val now = new DistributedFileState(spark, latest, conf, zone)
     val candidates = before.run("files VACUUM may have deleted of") {
