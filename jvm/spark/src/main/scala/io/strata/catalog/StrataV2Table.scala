@@ -122,7 +122,7 @@ final class StrataV2Table(val tableName: String, base: Either[SnapshotHead, Snap
 
   /** Changing rows of a version read by time travel would silently drop every later commit. */
   private def requireCurrent(command: String): Unit = if (timeTravel) throw InvalidTableOperationException(
-    "STRATA_TIME_TRAVEL_CHANGE", Map("command" -> command, "table" -> tableName, "version" -> snapshot.version))
+    "STRATA_TIME_TRAVEL_CHANGE", Map("command" -> command, "table" -> tableName, "version" -> head.version))
   override def version(): String = head.version.toString
 
   /**
@@ -180,4 +180,11 @@ object StrataV2Table {
   def latest(name: String, log: TableLog): Option[StrataV2Table] =
     log.latest(io.strata.config.ReadConf.distributedState(SparkSession.active, _))
       .map(base => new StrataV2Table(name, base, timeTravel = false))
+
+  /**
+   * The table at `version` (VERSION / TIMESTAMP AS OF), loaded as a path read's time travel loads it
+   * ([[SnapshotReader.versionAt]]: by its head above the distributed-state threshold, the VACUUM check made).
+   */
+  def at(name: String, log: TableLog, version: Long): StrataV2Table =
+    new StrataV2Table(name, SnapshotReader.versionAt(SparkSession.active, log, version), timeTravel = true)
 }
