@@ -203,6 +203,13 @@ class DistributedAppendSuite extends AnyFunSuite with SparkTestSession {
     assert(spark.read.format("strata").option("versionAsOf", 4L).load(path).count() == 4L)
     val gone = intercept[InvalidTableOperationException](l.snapshotAt(3L))
     assert(gone.getMessage.contains("no longer available") && gone.getMessage.contains("is 4"), gone.getMessage)
+    // checkpointProtection: history before version 7 goes only all at once, so checkpoint 6 (expired) frees nothing
+    spark.sql(s"ALTER TABLE $t SET TBLPROPERTIES ('delta.feature.checkpointProtection' = 'supported', " +
+      "'delta.requireCheckpointProtectionBeforeVersion' = '7')") // v7
+    age(4 to 7)
+    aboveThreshold(append(path, 6L -> "c")) // v8: checkpoint; cleanup below 6 would cut into the protected history
+    DistributedCheckpoint.awaitBackground()
+    assert(checkpointed(8) && checkpointed(4) && commits == (4L to 8L))
   }
 
   test("a table with V2 checkpoints keeps the driver path above the threshold: its due checkpoint is a V2 one") {
