@@ -61,26 +61,10 @@ def commit_stats(path: Path, last: int) -> dict[str, dict[str, Any]]:
     return out
 
 
-def test_delta_spark_and_delta_rs_read_strata_multi_part_struct_stats_checkpoints(
-        la_session: SparkSession, peer: Peer, tmp_path: Path) -> None:
-    spark = la_session
-    path = tmp_path / "t"
-    t = f"strata.`{path}`"
-    spark.sql(f"CREATE TABLE {t} ({SCHEMA}) USING strata PARTITIONED BY (p) TBLPROPERTIES ("
-              "'delta.checkpointInterval' = '5', 'delta.checkpoint.writeStatsAsStruct' = 'true', "
-              "'delta.checkpoint.writeStatsAsJson' = 'false')")
-    spark.conf.set("spark.databricks.delta.checkpoint.partSize", "2")  # delta-spark's conf, honoured by Strata
-    for k in range(5):
-        batch(spark, k).write.format("strata").mode("append").save(str(path))
-    parts = checkpoint_parts(path, 5)
-    # 5 files + protocol + metadata = 7 actions, at most 2 a part
-    assert [p.name for p in parts] == [f"{5:020d}.checkpoint.{i:010d}.{4:010d}.parquet" for i in range(1, 5)]
-    hint = json.loads((path / "_delta_log" / "_last_checkpoint").read_text(encoding="utf-8"))
-    assert hint["version"] == 5 and hint["parts"] == 4 and hint["size"] == 7 and hint["numOfAddFiles"] == 5
-    adds = [r["add"] for p in parts for r in pq.read_table(p).to_pylist() if r["add"] is not None]
-    assert len(adds) == 5 and all(a["stats"] is None and a["stats_parsed"] is not None for a in adds)
-    assert {str(a["partitionValues_parsed"]["p"]) for a in adds} == {a["partitionValues"][0][1] for a in adds}
-    expected_stats = commit_stats(path, 5)
+def readers_agree_after_checkpoint_5(spark: SparkSession, peer: Peer, path: Path,
+                                     expected_stats: dict[str, dict[str, Any]]) -> None:
+    """Version 6 appended after the checkpoint of version 5, the commits up to it dropped: delta-spark and delta-rs
+    read the table from that checkpoint as Strata does (rows, delta-spark's data skipping, delta-rs's statistics)."""
     batch(spark, 5).write.format("strata").mode("append").save(str(path))  # version 6, after the checkpoint
     drop_commits_up_to(path, 5)
 
@@ -105,6 +89,65 @@ def test_delta_spark_and_delta_rs_read_strata_multi_part_struct_stats_checkpoint
         assert by_path[file]["min.id"] == stats["minValues"]["id"]
         assert by_path[file]["max.id"] == stats["maxValues"]["id"]
         assert by_path[file]["null_count.s"] == stats["nullCount"]["s"]
+
+
+def test_delta_spark_and_delta_rs_read_strata_multi_part_struct_stats_checkpoints(
+        la_session: SparkSession, peer: Peer, tmp_path: Path) -> None:
+    spark = la_session
+    path = tmp_path / "t"
+    t = f"strata.`{path}`"
+    spark.sql(f"CREATE TABLE {t} ({SCHEMA}) USING strata PARTITIONED BY (p) TBLPROPERTIES ("
+              "'delta.checkpointInterval' = '5', 'delta.checkpoint.writeStatsAsStruct' = 'true', "
+              "'delta.checkpoint.writeStatsAsJson' = 'false')")
+    spark.conf.set("spark.databricks.delta.checkpoint.partSize", "2")  # delta-spark's conf, honoured by Strata
+    for k in range(5):
+        batch(spark, k).write.format("strata").mode("append").save(str(path))
+    parts = checkpoint_parts(path, 5)
+    # 5 files + protocol + metadata = 7 actions, at most 2 a part
+    assert [p.name for p in parts] == [f"{5:020d}.checkpoint.{i:010d}.{4:010d}.parquet" for i in range(1, 5)]
+    hint = json.loads((path / "_delta_log" / "_last_checkpoint").read_text(encoding="utf-8"))
+    assert hint["version"] == 5 and hint["parts"] == 4 and hint["size"] == 7 and hint["numOfAddFiles"] == 5
+    adds = [r["add"] for p in parts for r in pq.read_table(p).to_pylist() if r["add"] is not None]
+    assert len(adds) == 5 and all(a["stats"] is None and a["stats_parsed"] is not None for a in adds)
+    assert {str(a["partitionValues_parsed"]["p"]) for a in adds} == {a["partitionValues"][0][1] for a in adds}
+    expected_stats = commit_stats(path, 5)
+    readers_agree_after_checkpoint_5(spark, peer, path, expected_stats)
+
+
+def test_delta_spark_and_delta_rs_read_struct_stats_checkpoints_strata_wrote_with_spark_jobs(
+        la_session: SparkSession, peer: Peer, tmp_path: Path) -> None:
+    """writeStatsAsStruct on the distributed path: appends above the threshold (forced to 0) commit without the file
+    state, and the due checkpoint's parts, written by Spark tasks, carry stats_parsed / partitionValues_parsed only
+    (writeStatsAsJson = false): delta-spark skips files with them, delta-rs reads them as the commits' JSON."""
+    spark = la_session
+    path = tmp_path / "t"
+    spark.sql(f"CREATE TABLE strata.`{path}` ({SCHEMA}) USING strata PARTITIONED BY (p) TBLPROPERTIES ("
+              "'delta.checkpointInterval' = '5', 'delta.checkpoint.writeStatsAsStruct' = 'true', "
+              "'delta.checkpoint.writeStatsAsJson' = 'false')")
+    jvm: Any = spark.sparkContext._jvm
+    built = jvm.io.strata.log.Snapshot.fileStatesBuilt()
+    try:
+        spark.conf.set("spark.strata.state.distributedThreshold.files", "0")
+        spark.conf.set("spark.databricks.delta.checkpoint.partSize", "3")
+        for k in range(5):
+            batch(spark, k).write.format("strata").mode("append").save(str(path))
+        jvm.io.strata.state.DistributedCheckpoint.awaitBackground()
+    finally:
+        spark.conf.unset("spark.strata.state.distributedThreshold.files")
+    assert jvm.io.strata.log.Snapshot.fileStatesBuilt() == built, "the appends or the checkpoint built a file state"
+    parts = checkpoint_parts(path, 5)
+    assert len(parts) >= 2 and [p.name for p in parts] == \
+        [f"{5:020d}.checkpoint.{i:010d}.{len(parts):010d}.parquet" for i in range(1, len(parts) + 1)]
+    adds = [r["add"] for p in parts for r in pq.read_table(p).to_pylist() if r["add"] is not None]
+    expected_stats = commit_stats(path, 5)
+    assert len(adds) == 5 and all(a["stats"] is None and a["stats_parsed"] is not None for a in adds)
+    assert {str(a["partitionValues_parsed"]["p"]) for a in adds} == {a["partitionValues"][0][1] for a in adds}
+    for a in adds:
+        stats, parsed = expected_stats[a["path"]], a["stats_parsed"]
+        assert parsed["numRecords"] == stats["numRecords"] and parsed["nullCount"]["s"] == stats["nullCount"]["s"]
+        assert (parsed["minValues"]["id"], parsed["maxValues"]["id"]) == \
+            (stats["minValues"]["id"], stats["maxValues"]["id"])
+    readers_agree_after_checkpoint_5(spark, peer, path, expected_stats)
 
 
 def files_read(df: DataFrame) -> int:

@@ -56,9 +56,15 @@ object CheckpointStructs {
   private val statsReader = ActionCodec.mapper.reader(com.fasterxml.jackson.databind.DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
 
   /** What a checkpoint of a table with `metadata`, holding `partitionValues` (its distinct maps), adds to `add`. */
-  private[log] def of(metadata: Metadata, partitionValues: => Iterable[Map[String, Option[String]]]): CheckpointStructs = {
-    val schema = Try(ActionCodec.mapper.readTree(metadata.schemaString)).toOption.filter(_ != null)
-    val top = schema.map(s => structFields(s)).getOrElse(Nil)
+  private[log] def of(metadata: Metadata, partitionValues: => Iterable[Map[String, Option[String]]]): CheckpointStructs =
+    forTable(metadata, partitionValuesConvert(metadata, partitionValues.iterator))
+
+  /**
+   * What a checkpoint of a table with `metadata` adds to `add`; `typedPartitions`: whether every partition value of
+   * the checkpointed version converts exactly ([[partitionValuesConvert]]), which `partitionValues_parsed` needs.
+   */
+  def forTable(metadata: Metadata, typedPartitions: Boolean): CheckpointStructs = {
+    val top = topFields(metadata)
     val data = top.filterNot(f => metadata.partitionColumns.contains(f.logical))
     val stats = {
       val bounds = data.flatMap(boundField)
@@ -68,23 +74,43 @@ object CheckpointStructs {
         Some(Types.optional(BOOLEAN).named("tightBounds"))).flatten
       new GroupType(Type.Repetition.OPTIONAL, "stats_parsed", parts.asJava)
     }
-    // Partition columns are named in the map by their physical name (column mapping), as here.
     val partCols = metadata.partitionColumns.flatMap(c => top.find(_.logical == c))
-    val typed = partCols.flatMap(c => TypedColumns.partitionType(c.deltaType.asText(""), c.physical).map(c -> _))
-    val partitionType = if (partCols.isEmpty || typed.size != partCols.size) None else {
+    val partitionType = partitionTyping(metadata).filter(_ => typedPartitions)
+      .map(typed => new GroupType(Type.Repetition.OPTIONAL, "partitionValues_parsed", typed.map(_._2).asJava))
+    new CheckpointStructs(Some(stats), partitionType, partCols.map(c => c.physical -> c.deltaType.asText("")).toMap)
+  }
+
+  /**
+   * Whether each of `partitionValues` (partition-value maps of a table with `metadata`, keyed by physical name)
+   * converts exactly to the typed partition columns (false when some column has no typed form). Callers holding
+   * the values in pieces (Spark tasks) ask per piece: the answer for all is the conjunction.
+   */
+  def partitionValuesConvert(metadata: Metadata, partitionValues: Iterator[Map[String, Option[String]]]): Boolean =
+    partitionTyping(metadata).exists { typed =>
       val probeType = new GroupType(Type.Repetition.OPTIONAL, "p", typed.map(_._2).asJava)
       def probe = new org.apache.parquet.example.data.simple.SimpleGroup(probeType) // a field takes one value
-      val convertible = partitionValues.forall(_.forall {
+      partitionValues.forall(_.forall {
         case (k, Some(v)) => typed.indexWhere(_._1.physical == k) match {
           case -1 => true
           case i => TypedColumns.addPartitionValue(probe, i, typed(i)._2.asPrimitiveType, typed(i)._1.deltaType.asText, v)
         }
         case _ => true
       })
-      if (convertible) Some(new GroupType(Type.Repetition.OPTIONAL, "partitionValues_parsed", typed.map(_._2).asJava))
-      else None
     }
-    new CheckpointStructs(Some(stats), partitionType, partCols.map(c => c.physical -> c.deltaType.asText("")).toMap)
+
+  private def topFields(metadata: Metadata): Seq[Field] =
+    Try(ActionCodec.mapper.readTree(metadata.schemaString)).toOption.filter(_ != null)
+      .map(s => structFields(s)).getOrElse(Nil)
+
+  /**
+   * The typed columns of the partition columns (named in the map by their physical name, column mapping), when the
+   * table has partition columns and each has a typed form.
+   */
+  private def partitionTyping(metadata: Metadata): Option[Seq[(Field, Type)]] = {
+    val top = topFields(metadata)
+    val partCols = metadata.partitionColumns.flatMap(c => top.find(_.logical == c))
+    val typed = partCols.flatMap(c => TypedColumns.partitionType(c.deltaType.asText(""), c.physical).map(c -> _))
+    if (partCols.isEmpty || typed.size != partCols.size) None else Some(typed)
   }
 
   private final case class Field(logical: String, physical: String, deltaType: JsonNode)

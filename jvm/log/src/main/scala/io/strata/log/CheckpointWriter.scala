@@ -35,11 +35,9 @@ object CheckpointWriter {
 
   /** How rows are written for a table with `s`'s metadata (`delta.checkpoint.writeStatsAsStruct` / `...AsJson`). */
   def format(s: Snapshot): Checkpoints.Format = {
-    val conf = s.metadata.configuration
-    def flag(key: String, default: Boolean) = conf.get(key).map(_.trim.equalsIgnoreCase("true")).getOrElse(default)
-    val structs = if (flag(CheckpointStructs.WriteStatsAsStructKey, default = false))
-      Some(CheckpointStructs.of(s.metadata, s.filesByPartition.map(_._1))) else None
-    Checkpoints.Format(structs, statsAsJson = flag(CheckpointStructs.WriteStatsAsJsonKey, default = true))
+    val structs = if (writesStructs(s.metadata)) Some(CheckpointStructs.of(s.metadata, s.filesByPartition.map(_._1)))
+      else None
+    Checkpoints.Format(structs, statsAsJson = flag(s.metadata, CheckpointStructs.WriteStatsAsJsonKey, default = true))
   }
 
   def write(log: TableLog, snapshot: Snapshot, partSize: Long, tombstoneCutoff: Long): WrittenCheckpoint = {
@@ -92,18 +90,25 @@ object CheckpointWriter {
 
   /**
    * The row format of a classic checkpoint of a table with protocol `p` and metadata `m`, written without the file
-   * state; None when the format depends on the files (`delta.checkpoint.writeStatsAsStruct`: the typed partition
-   * values' columns depend on every file's values), or the table must not use multi-part classic checkpoints (the
-   * `v2Checkpoint` feature, `delta.checkpointPolicy = v2`).
+   * state (each part by a task of its own); `typedPartitions`: whether every partition value of the version converts
+   * exactly ([[CheckpointStructs.partitionValuesConvert]], asked of the file state where it is: only read when the
+   * table writes `delta.checkpoint.writeStatsAsStruct`). None when the table must not use multi-part classic
+   * checkpoints (the `v2Checkpoint` feature, `delta.checkpointPolicy = v2`).
    */
-  def formatWithoutFiles(p: Protocol, m: Metadata): Option[Checkpoints.Format] = {
-    def flag(key: String, default: Boolean) =
-      m.configuration.get(key).map(_.trim.equalsIgnoreCase("true")).getOrElse(default)
-    if (flag(CheckpointStructs.WriteStatsAsStructKey, default = false) ||
-      p.writerFeatures.exists(_(V2Checkpoints.Feature)) ||
-      m.configuration.get("delta.checkpointPolicy").exists(_.trim.equalsIgnoreCase("v2"))) None
-    else Some(Checkpoints.Format(None, statsAsJson = flag(CheckpointStructs.WriteStatsAsJsonKey, default = true)))
+  def formatWithoutFiles(p: Protocol, m: Metadata, typedPartitions: => Boolean): Option[Checkpoints.Format] = {
+    if (p.writerFeatures.exists(_(V2Checkpoints.Feature)) ||
+      m.configuration.get(V2Checkpoints.PolicyKey).exists(_.trim.equalsIgnoreCase("v2"))) None
+    else {
+      val structs = if (writesStructs(m)) Some(CheckpointStructs.forTable(m, typedPartitions)) else None
+      Some(Checkpoints.Format(structs, statsAsJson = flag(m, CheckpointStructs.WriteStatsAsJsonKey, default = true)))
+    }
   }
+
+  /** Whether checkpoints of a table with metadata `m` carry `stats_parsed` (`delta.checkpoint.writeStatsAsStruct`). */
+  def writesStructs(m: Metadata): Boolean = flag(m, CheckpointStructs.WriteStatsAsStructKey, default = false)
+
+  private def flag(m: Metadata, key: String, default: Boolean): Boolean =
+    m.configuration.get(key).map(_.trim.equalsIgnoreCase("true")).getOrElse(default)
 
   /**
    * Points `_last_checkpoint` at the classic checkpoint of `version` whose `parts` files (all written, whole) hold

@@ -41,9 +41,16 @@ object LogCleanup {
    * Deletes the log files that only versions committed before `now - retentionMillis` need. `latest`: the table's
    * latest snapshot when the caller holds it (no log listing for it).
    */
-  def run(log: TableLog, retentionMillis: Long, now: Long, latest: Option[Snapshot] = None): Result = {
+  def run(log: TableLog, retentionMillis: Long, now: Long, latest: Option[Snapshot] = None): Result =
+    runOver(log, retentionMillis, now, latest.map(SnapshotHead.of).getOrElse(
+      log.headOption().getOrElse(throw TableNotFoundException(log.tablePath.toString))))
+
+  /**
+   * [[run]] for a table whose latest version the caller holds as `snapshot`, a head without the file state (a table
+   * above the distributed-state threshold): only its protocol, metadata and version are read.
+   */
+  def runOver(log: TableLog, retentionMillis: Long, now: Long, snapshot: SnapshotHead): Result = {
     require(retentionMillis >= 0, s"retention must not be negative: $retentionMillis ms")
-    val snapshot = latest.getOrElse(log.snapshot())
     // Only a writer that knows every feature of the table may remove its history (a feature may protect it).
     ProtocolSupport.checkWritable(snapshot.protocol, snapshot.metadata, log.tablePath.toString)
     val listing = log.listLog()
@@ -96,7 +103,7 @@ object LogCleanup {
    * protects the history, when the protocol lists the feature: `delta.requireCheckpointProtectionBeforeVersion`
    * (0, nothing protected, when unset).
    */
-  def protectedBefore(s: Snapshot): Option[Long] =
+  def protectedBefore(s: SnapshotHead): Option[Long] =
     if (!s.protocol.writerFeatures.exists(_(ProtectionFeature))) None
     else Some(s.metadata.configuration.get(ProtectedBeforeKey).flatMap(_.trim.toLongOption).getOrElse(0L))
 

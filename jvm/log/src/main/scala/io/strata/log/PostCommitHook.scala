@@ -138,7 +138,14 @@ object LogCleanupHook extends PostCommitHook {
   def run(commit: CommittedVersion): Unit = commit.checkpointed.foreach(after(commit, _))
 
   /** The cleanup that follows the checkpoint `s` of `commit`'s version (also run by a background checkpoint). */
-  private[log] def after(commit: CommittedVersion, s: Snapshot): Unit = if (LogCleanup.automatic(commit.metadata)) {
-    LogCleanup.run(commit.log, LogCleanup.retentionMillis(commit.metadata), System.currentTimeMillis(), Some(s))
-  }
+  private[log] def after(commit: CommittedVersion, s: Snapshot): Unit = after(commit.log, SnapshotHead.of(s))
+
+  /**
+   * The cleanup that follows a checkpoint of `head`'s version, on the driver's rules ([[LogCleanup]]: the table's
+   * `delta.enableExpiredLogCleanup`, `delta.logRetentionDuration` and checkpointProtection): also after a checkpoint
+   * a connector wrote without the file state. Returns what it did; None when the table turned it off.
+   */
+  def after(log: TableLog, head: SnapshotHead): Option[LogCleanup.Result] =
+    if (!LogCleanup.automatic(head.metadata)) None
+    else Some(LogCleanup.runOver(log, LogCleanup.retentionMillis(head.metadata), System.currentTimeMillis(), head))
 }

@@ -14,7 +14,7 @@ final case class CommitRecord(version: Long, timestamp: Long, commitInfo: Option
  * The transaction log of one table: loads snapshots (checkpoint + later commits), shows history, writes
  * checkpoints and starts transactions. Knows Hadoop and Jackson, not Spark.
  */
-final class TableLog private (val tablePath: Path, val store: LogStore, val conf: Configuration) {
+final class TableLog private (val tablePath: Path, val store: LogStore, val conf: Configuration) extends TimeTravel {
   val logPath: Path = new Path(tablePath, FileNames.LogDirName)
 
   private[log] def listLog(): LogListing = {
@@ -69,14 +69,13 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     val key = tablePath.toString
     if (listing.isEmpty) { SnapshotCache.invalidate(key); return None }
     val latest = (listing.commits.keys ++ listing.checkpoints.keys).max
-    val snapshot = SnapshotCache.get(key).filter(SnapshotCache.isCurrent(_, listing.commits, listing.checkpoints.keys))
-      match {
-      case Some(e) if e.snapshot.version == latest => e.snapshot
-      case Some(e) if (e.snapshot.version + 1 to latest).forall(listing.commits.contains) =>
-        val replay = Snapshot.Replay.from(e.snapshot)
-        val newCommits = (e.snapshot.version + 1 to latest).map(v => v -> listing.commits(v))
+    val snapshot = SnapshotCache.current(key, listing.commits, listing.checkpoints.keys) match {
+      case Some(s) if s.version == latest => s
+      case Some(s) if (s.version + 1 to latest).forall(listing.commits.contains) =>
+        val replay = Snapshot.Replay.from(s)
+        val newCommits = (s.version + 1 to latest).map(v => v -> listing.commits(v))
         newCommits.foreach { case (v, st) => readCommit(v, st.getPath).foreach(replay.apply) }
-        val old = e.snapshot.segment
+        val old = s.segment
         replay.result(latest, old.copy(version = latest, commitFiles = old.commitFiles ++ newCommits.map(_._2.getPath),
           lastCommitTimestamp = newCommits.last._2.getModificationTime))
       case _ => load(listing, None)
@@ -95,7 +94,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
    */
   def headOption(): Option[SnapshotHead] = headFrom(listLog())
 
-  private def headFrom(listing: LogListing): Option[SnapshotHead] = {
+  private[log] def headFrom(listing: LogListing): Option[SnapshotHead] = {
     if (listing.isEmpty) return None
     val cached = currentSnapshot(listing).filter(_ => listing.v2Checkpoints.isEmpty)
     Some(cached.map(SnapshotHead.of).orElse(cachedHead(listing)).getOrElse {
@@ -142,8 +141,8 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
 
   /** The snapshot this JVM holds of the listing's latest version, when nothing in the log has changed under it. */
   private def currentSnapshot(listing: LogListing): Option[Snapshot] =
-    SnapshotCache.get(tablePath.toString).filter(e => e.snapshot.version == listing.latest &&
-      SnapshotCache.isCurrent(e, listing.commits, listing.checkpoints.keys)).map(_.snapshot)
+    SnapshotCache.current(tablePath.toString, listing.commits, listing.checkpoints.keys)
+      .filter(_.version == listing.latest)
 
   /** `_last_checkpoint`'s `numOfAddFiles` when it names checkpoint `cp` (delta-spark's and Strata's do). */
   private def checkpointFileCount(cp: Option[Long]): Option[Long] =
@@ -164,54 +163,6 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     load(listing, Some(version))
   }
 
-  /**
-   * The snapshot of the last version committed at or before `timestampMillis` (time travel by timestamp). A timestamp
-   * before the first commit or after the latest one is refused naming the range, as delta-spark does.
-   */
-  def snapshotAsOf(timestampMillis: Long): Snapshot = snapshotAt(versionAsOf(timestampMillis))
-
-  /** The last version committed at or before `timestampMillis`, refused as [[snapshotAsOf]] refuses it. */
-  def versionAsOf(timestampMillis: Long): Long = {
-    val stamps = commitTimestamps()
-    if (stamps.isEmpty) throw TableNotFoundException(tablePath.toString)
-    def at(v: (Long, Long)) = s"version ${v._1} at ${java.time.Instant.ofEpochMilli(v._2)}"
-    val range = s"the table's commits go from ${at(stamps.head)} to ${at(stamps.last)}"
-    val asked = java.time.Instant.ofEpochMilli(timestampMillis)
-    if (timestampMillis < stamps.head._2) throw InvalidTableOperationException("STRATA_TIME_TRAVEL_OUT_OF_RANGE",
-      s"No version of $tablePath was committed at or before $asked: $range. Use a timestamp in that range.")
-    if (timestampMillis > stamps.last._2) throw InvalidTableOperationException("STRATA_TIME_TRAVEL_OUT_OF_RANGE",
-      s"Timestamp $asked is after the latest commit of $tablePath: $range. Use a timestamp in that range.")
-    stamps.filter(_._2 <= timestampMillis).last._1
-  }
-
-  /**
-   * Commit timestamps by version. Versions written with in-commit timestamps (PROTOCOL.md, "In-Commit Timestamps":
-   * from `delta.inCommitTimestampEnablementVersion`, or from the start when the table was created with
-   * `delta.enableInCommitTimestamps`) take commitInfo.inCommitTimestamp; the others take the commit file's
-   * modification time, made monotonic as PROTOCOL.md asks.
-   */
-  def commitTimestamps(): Seq[(Long, Long)] = {
-    val listing = listLog()
-    commitTimestamps(listing, if (listing.commits.isEmpty) None else Some(load(listing, None).metadata))
-  }
-
-  /** [[commitTimestamps]] of the commits in `listing`, `latest` being the table's latest metadata. */
-  private[log] def commitTimestamps(listing: LogListing, latest: Option[Metadata]): Seq[(Long, Long)] = {
-    val commits = listing.commits.toSeq.sortBy(_._1)
-    val ictFrom = latest.flatMap(TableLog.inCommitTimestampsFrom)
-    var last = Long.MinValue
-    commits.map { case (v, st) =>
-      val ict = ictFrom.filter(v >= _).map { _ =>
-        readCommit(v, st.getPath).collectFirst { case c: CommitInfo => c.inCommitTimestamp }.flatten.getOrElse(
-          throw CorruptLogException("STRATA_CORRUPT_LOG",
-            s"Commit $v of $tablePath has no commitInfo.inCommitTimestamp, but the table " +
-            "has in-commit timestamps from version " + ictFrom.get + " on."))
-      }
-      last = ict.getOrElse(math.max(last + 1, st.getModificationTime))
-      v -> last
-    }
-  }
-
   /** Commits newest first, with their commitInfo. */
   def history(limit: Int = Int.MaxValue): Seq[CommitRecord] = {
     val stamps = commitTimestamps()
@@ -225,7 +176,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   /** The actions of commit `version`, as written. */
   def readCommit(version: Long): Seq[Action] = readCommit(version, FileNames.deltaFile(logPath, version))
 
-  private def readCommit(version: Long, path: Path): Seq[Action] = {
+  private[log] def readCommit(version: Long, path: Path): Seq[Action] = {
     val lines = try store.read(path) catch {
       case e: FileNotFoundException => throw CorruptLogException("STRATA_CORRUPT_LOG",
         s"Commit file $path of version $version is missing.", e)
@@ -257,7 +208,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     }
   }
 
-  private def load(listing: LogListing, target: Option[Long]): Snapshot = load(listing, target, replay)
+  private[log] def load(listing: LogListing, target: Option[Long]): Snapshot = load(listing, target, replay)
 
   /** Loads `target` (else the latest) by `replay` from the newest checkpoint that reads, else older starting points. */
   private def load[T](listing: LogListing, target: Option[Long], replay: (LogListing, Option[Long], Long) => T): T = {
@@ -405,30 +356,11 @@ object TableLog {
     }.getOrElse(DefaultCheckpointInterval)
 
   /** The first version with in-commit timestamps, when the table's (latest) metadata enables them. */
-  private def inCommitTimestampsFrom(m: Metadata): Option[Long] =
+  private[log] def inCommitTimestampsFrom(m: Metadata): Option[Long] =
     if (!m.configuration.get("delta.enableInCommitTimestamps").exists(_.trim.equalsIgnoreCase("true"))) None
     else Some(m.configuration.get("delta.inCommitTimestampEnablementVersion").flatMap(_.trim.toLongOption).getOrElse(0L))
 
   /** delta.deletedFileRetentionDuration ("interval 1 week" by default). */
   def tombstoneRetentionMillis(conf: Map[String, String]): Long =
     conf.get("delta.deletedFileRetentionDuration").flatMap(Intervals.parseMillis).getOrElse(7L * 24 * 3600 * 1000)
-}
-
-/** The `interval N unit` strings Delta uses in table properties. */
-object Intervals {
-  private val Pattern = """(?i)^\s*(?:interval\s+)?(\d+)\s+(\w+?)s?\s*$""".r
-  def parseMillis(s: String): Option[Long] = s match {
-    case Pattern(n, unit) =>
-      val ms = unit.toLowerCase match {
-        case "millisecond" => Some(1L)
-        case "second" => Some(1000L)
-        case "minute" => Some(60000L)
-        case "hour" => Some(3600000L)
-        case "day" => Some(86400000L)
-        case "week" => Some(604800000L)
-        case _ => None
-      }
-      ms.map(_ * n.toLong)
-    case _ => None
-  }
 }

@@ -25,18 +25,30 @@ object VacuumedFiles {
     val candidates = old.files.iterator.filterNot(f => live.contains(key(f.path, f.dvId))).flatMap { f =>
       val at = removedAt.get(key(f.path, f.dvId))
       filesOf(f.path, f.deletionVector).filterNot(referenced).map(p => (p, at))
-    }.toSeq.distinctBy(_._1).sortBy(_._2.getOrElse(Long.MinValue)).take(3)
+    }.toSeq.distinctBy(_._1).sortBy(_._2.getOrElse(Long.MinValue)).take(Checked)
+    failIfMissing(log, old.version, candidates, latest.version, latest.metadata)
+    old
+  }
+
+  /**
+   * Throws the error of a vacuumed version when one of `candidates` (files version `version` reads that the latest
+   * version does not, with when the latest version's tombstone says they left, oldest first) is missing: the one
+   * check both the driver's and the distributed time travel make.
+   */
+  def failIfMissing(log: TableLog, version: Long, candidates: Seq[(String, Option[Long])], latestVersion: Long,
+                    latest: Metadata): Unit =
     candidates.find { case (p, _) => val path = new org.apache.hadoop.fs.Path(p); !path.getFileSystem(log.conf).exists(path) }
       .foreach { case (p, at) =>
         val when = at.map(t => s"at ${Instant.ofEpochMilli(t)}").getOrElse("long enough ago that the log no longer says when")
-        val retention = TableLog.tombstoneRetentionMillis(latest.metadata.configuration) / 3600000.0
+        val retention = TableLog.tombstoneRetentionMillis(latest.configuration) / 3600000.0
         throw InvalidTableOperationException("STRATA_VERSION_NOT_AVAILABLE",
-          s"Version ${old.version} of ${log.tablePath} can no longer be read: " +
+          s"Version $version of ${log.tablePath} can no longer be read: " +
           s"its file $p does not exist. A later version removed it from the table ($when), and it has been deleted " +
           s"since, most likely by VACUUM, which deletes removed files once they are older than the retention (the " +
           f"table's delta.deletedFileRetentionDuration is $retention%.0f hours, or the retention_hours it was given). " +
-          s"Read a later version (the latest is ${latest.version}).")
+          s"Read a later version (the latest is $latestVersion).")
       }
-    old
-  }
+
+  /** How many of the files most likely vacuumed are checked (VACUUM deletes the oldest removed files first). */
+  val Checked = 3
 }

@@ -2,7 +2,7 @@ package io.strata.catalog
 
 import java.util
 
-import io.strata.log.{InvalidTableOperationException, TableLog, VacuumedFiles}
+import io.strata.log.{InvalidTableOperationException, TableLog}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.analysis.{NamespaceAlreadyExistsException, NoSuchNamespaceException,
@@ -68,15 +68,13 @@ class StrataCatalog extends StagingTableCatalog with SupportsNamespaces with Pro
   override def loadTable(ident: Identifier, version: String): Table = {
     val v = StrataCatalog.version(version)
     if (!tableExists(ident)) throw new NoSuchTableException(ident.namespace().toIndexedSeq :+ ident.name())
-    val log = logOf(ident)
-    new StrataV2Table(displayName(ident), VacuumedFiles.checked(log, log.snapshotAt(v)), timeTravel = true)
+    StrataV2Table.at(displayName(ident), logOf(ident), v)
   }
 
   override def loadTable(ident: Identifier, timestampMicros: Long): Table = {
     if (!tableExists(ident)) throw new NoSuchTableException(ident.namespace().toIndexedSeq :+ ident.name())
     val log = logOf(ident)
-    new StrataV2Table(displayName(ident),
-      VacuumedFiles.checked(log, log.snapshotAsOf(Math.floorDiv(timestampMicros, 1000L))), timeTravel = true)
+    StrataV2Table.at(displayName(ident), log, log.versionAsOf(Math.floorDiv(timestampMicros, 1000L)))
   }
 
   override def tableExists(ident: Identifier): Boolean = logOf(ident).exists

@@ -2,7 +2,7 @@ package io.strata.catalog
 
 import java.util
 
-import io.strata.log.{TableLog, TableProperties, VacuumedFiles}
+import io.strata.log.{TableLog, TableProperties}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.{Column, DelegatingCatalogExtension, Identifier, Table, TableCatalog,
@@ -42,15 +42,14 @@ class StrataSessionCatalog extends DelegatingCatalogExtension {
   // Time travel (VERSION / TIMESTAMP AS OF): the same rules as the strata catalog, through the table's log.
   override def loadTable(ident: Identifier, version: String): Table = {
     val table = super.loadTable(ident)
-    strataLog(table).map(log => new StrataV2Table(displayName(ident), VacuumedFiles.checked(log, log.snapshotAt(StrataCatalog.version(version))),
-      timeTravel = true)).getOrElse(super.loadTable(ident, version))
+    strataLog(table).map(log => StrataV2Table.at(displayName(ident), log, StrataCatalog.version(version)))
+      .getOrElse(super.loadTable(ident, version))
   }
 
   override def loadTable(ident: Identifier, timestampMicros: Long): Table = {
     val table = super.loadTable(ident)
-    strataLog(table).map(log => new StrataV2Table(displayName(ident),
-      VacuumedFiles.checked(log, log.snapshotAsOf(Math.floorDiv(timestampMicros, 1000L))), timeTravel = true))
-      .getOrElse(super.loadTable(ident, timestampMicros))
+    strataLog(table).map(log => StrataV2Table.at(displayName(ident), log,
+      log.versionAsOf(Math.floorDiv(timestampMicros, 1000L)))).getOrElse(super.loadTable(ident, timestampMicros))
   }
 
   // CHECK constraints in DDL: Strata tables store and enforce them; other tables get what the built-in catalog does.

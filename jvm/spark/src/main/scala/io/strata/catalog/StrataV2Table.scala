@@ -6,7 +6,9 @@ import io.strata.config.{StrataOptions, WriteConf, WriteEntry}
 import io.strata.dml.{CopyOnWriteOperationBuilder, MergeOnReadOperationBuilder, MetadataDelete, RowLevelTarget}
 import io.strata.log.{InvalidTableOperationException, ProtocolSupport, Snapshot, SnapshotHead, TableLog}
 import io.strata.optimize.AutoCompaction
-import io.strata.read.{FileColumn, RowIndexColumn, SnapshotRead, SnapshotReader, StrataScanBuilder}
+import io.strata.read.{DistributedFileIndex, DistributedScanIndex, FileColumn, RowIndexColumn, SnapshotRead,
+  SnapshotReader, StrataScanBuilder}
+import io.strata.state.DistributedFileState
 import io.strata.read.streaming.StrataStreamScan
 import io.strata.table.{TableSchema, V2PredicateSql}
 import io.strata.write.StreamingBatch
@@ -29,8 +31,9 @@ import scala.jdk.CollectionConverters._
 /**
  * A Strata table as DataSource V2 sees it, pinned to one version. Reads go through Spark's Parquet scan. `base`: the
  * version's snapshot, or only its head when the table is above the distributed-state threshold
- * ([[StrataV2Table.latest]]): its definition and blind appends need no file state; reads, DML and overwrites build
- * the snapshot of that version on the driver when they first ask for it.
+ * ([[StrataV2Table.latest]]): its definition, blind appends and reads need no file state (reads select files by
+ * Spark jobs, as path reads do); DML and overwrites build the snapshot of that version on the driver when they first
+ * ask for it.
  */
 final class StrataV2Table(val tableName: String, base: Either[SnapshotHead, Snapshot], val timeTravel: Boolean)
     extends Table with SupportsRead with SupportsWrite with SnapshotRead with SupportsRowLevelOperations
@@ -52,7 +55,7 @@ final class StrataV2Table(val tableName: String, base: Either[SnapshotHead, Snap
   override def partitioning(): Array[Transform] =
     (table.partitionColumns.map(c => Expressions.identity(c): Transform) ++ clustering).toArray
   /** A clustered table shows its columns as delta-spark's does (DESCRIBE's "# Clustering Information"). */
-  private def clustering: Option[Transform] = io.strata.log.Clustering.columns(snapshot.domains).flatMap(cols =>
+  private def clustering: Option[Transform] = io.strata.log.Clustering.columns(head.domains).flatMap(cols =>
     scala.util.Try(io.strata.table.ClusteringColumns.logical(table.schema, cols, tableName)).toOption
       .flatMap(ClusteringChanges.transform))
   override def properties(): util.Map[String, String] =
@@ -96,7 +99,7 @@ final class StrataV2Table(val tableName: String, base: Either[SnapshotHead, Snap
    */
   override def newRowLevelOperationBuilder(info: RowLevelOperationInfo): RowLevelOperationBuilder = {
     requireCurrent(info.command().name())
-    val target = RowLevelTarget(tableName, snapshot, log, newScanBuilder, AutoCompaction.Hook)
+    val target = RowLevelTarget(tableName, snapshot, log, scanBuilder(_, fromJobs = false), AutoCompaction.Hook)
     if (mergeOnRead) new MergeOnReadOperationBuilder(target, info.command())
     else new CopyOnWriteOperationBuilder(target, info.command())
   }
@@ -119,15 +122,28 @@ final class StrataV2Table(val tableName: String, base: Either[SnapshotHead, Snap
 
   /** Changing rows of a version read by time travel would silently drop every later commit. */
   private def requireCurrent(command: String): Unit = if (timeTravel) throw InvalidTableOperationException(
-    "STRATA_TIME_TRAVEL_CHANGE", Map("command" -> command, "table" -> tableName, "version" -> snapshot.version))
+    "STRATA_TIME_TRAVEL_CHANGE", Map("command" -> command, "table" -> tableName, "version" -> head.version))
   override def version(): String = head.version.toString
 
-  override def newScanBuilder(options: CaseInsensitiveStringMap): StrataScanBuilder = {
+  /**
+   * Reads of a table loaded by its head (above the distributed-state threshold) select their files by Spark jobs, as
+   * path reads do ([[DistributedScanIndex]]): no file state on the driver. Reads that need the file column (DML's
+   * scans) build the snapshot, and so do row-level operations (`fromJobs` false: their scans and commit share it).
+   */
+  override def newScanBuilder(options: CaseInsensitiveStringMap): StrataScanBuilder = scanBuilder(options, fromJobs = true)
+
+  private def scanBuilder(options: CaseInsensitiveStringMap, fromJobs: Boolean): StrataScanBuilder = {
     val spark = SparkSession.active
     val dataSchema = StructType(table.schema.fields.filterNot(f => table.partitionColumns.contains(f.name)))
-    new StrataScanBuilder(spark, withFile => SnapshotReader.fileIndex(spark, snapshot, timeTravel = timeTravel,
-      withFileColumn = withFile), table.schema, dataSchema, options,
-      streamScan = Some(batch => new StrataStreamScan(snapshot.tablePath, tableName, table.schema, options, Some(batch))),
+    def index(withFile: Boolean) = base match {
+      case Left(h) if fromJobs && !withFile && h.classicCheckpoint =>
+        val state = new DistributedFileState(spark, h, log.conf, SparkInternals.sessionZone(spark))
+        new DistributedScanIndex(spark, new DistributedFileIndex(spark, state, table.schema, table.partitionSchema,
+          timeTravel))
+      case _ => SnapshotReader.fileIndex(spark, snapshot, timeTravel = timeTravel, withFileColumn = withFile)
+    }
+    new StrataScanBuilder(spark, index, table.schema, dataSchema, options,
+      streamScan = Some(batch => new StrataStreamScan(head.tablePath, tableName, table.schema, options, Some(batch))),
       checkBatchOptions = () => checkBatchReadOptions(options))
   }
 
@@ -149,9 +165,9 @@ final class StrataV2Table(val tableName: String, base: Either[SnapshotHead, Snap
     val read = StrataOptions.parseRead(asStrataNames)
     val asked = read.versionAsOf.map(v => StrataOptions.VersionAsOf -> v.toString)
       .orElse(read.timestampAsOf.map(ts => StrataOptions.TimestampAsOf -> s"'$ts'"))
-    asked.filter(_ => !timeTravel || read.versionAsOf.exists(_ != snapshot.version)).foreach {
+    asked.filter(_ => !timeTravel || read.versionAsOf.exists(_ != head.version)).foreach {
       case (name, value) => throw InvalidTableOperationException("STRATA_OPTION_NOT_APPLIED", Map("option" -> name,
-        "value" -> value, "table" -> tableName, "version" -> snapshot.version, "sparkName" -> sparkName(name)))
+        "value" -> value, "table" -> tableName, "version" -> head.version, "sparkName" -> sparkName(name)))
     }
   }
 }
@@ -164,4 +180,11 @@ object StrataV2Table {
   def latest(name: String, log: TableLog): Option[StrataV2Table] =
     log.latest(io.strata.config.ReadConf.distributedState(SparkSession.active, _))
       .map(base => new StrataV2Table(name, base, timeTravel = false))
+
+  /**
+   * The table at `version` (VERSION / TIMESTAMP AS OF), loaded as a path read's time travel loads it
+   * ([[SnapshotReader.versionAt]]: by its head above the distributed-state threshold, the VACUUM check made).
+   */
+  def at(name: String, log: TableLog, version: Long): StrataV2Table =
+    new StrataV2Table(name, SnapshotReader.versionAt(SparkSession.active, log, version), timeTravel = true)
 }

@@ -18,6 +18,7 @@ import scala.jdk.CollectionConverters._
 object ParquetScans {
   private def deletionVectorTable(index: PartitioningAwareFileIndex): Option[String] = index match {
     case l: LogFileIndex if l.hasDeletionVectors => Some(l.readTablePath.toString)
+    case d: DistributedScanIndex if d.hasDeletionVectors => Some(d.readTablePath.toString)
     case _ => None
   }
 
@@ -43,11 +44,13 @@ object ParquetScans {
 
   /**
    * Spark's scan over only the files of its index that its partition and data filters may match
-   * ([[LogFileIndex.pruned]]): its size estimate and EXPLAIN's `Location: LogFileIndex(<n> paths)` then count those.
+   * ([[LogFileIndex.pruned]]; a [[DistributedScanIndex]] by its job): its size estimate and EXPLAIN's
+   * `Location: LogFileIndex(<n> paths)` then count those.
    */
   private def narrowed(scan: Scan): Scan = scan match {
     case p: ParquetScan => p.fileIndex match {
       case l: LogFileIndex => l.pruned(p.partitionFilters, p.dataFilters).fold(scan)(i => p.copy(fileIndex = i))
+      case d: DistributedScanIndex => p.copy(fileIndex = d.selected(p.partitionFilters, p.dataFilters))
       case _ => scan
     }
     case _ => scan
@@ -56,6 +59,8 @@ object ParquetScans {
   /** Spark's scan reading the physical columns of a table with column mapping ([[ColumnMappedScan]]). */
   private def mapped(scan: Scan, index: PartitioningAwareFileIndex): Scan = (scan, index) match {
     case (p: ParquetScan, l: LogFileIndex) => PhysicalSchema.of(l.tableSchema).fold(scan)(new ColumnMappedScan(p, _))
+    case (p: ParquetScan, d: DistributedScanIndex) =>
+      PhysicalSchema.of(d.tableSchema).fold(scan)(new ColumnMappedScan(p, _))
     case _ => scan
   }
 

@@ -3,7 +3,7 @@ package io.strata.read
 import io.strata.config.{ReadConf, ReadOptions}
 import io.strata.log.{AddFile, InvalidTableOperationException, Metadata, ProtocolSupport, Snapshot, SnapshotHead,
   TableLog, TableNotFoundException, VacuumedFiles}
-import io.strata.state.DistributedFileState
+import io.strata.state.{DistributedFileState, DistributedVacuumCheck}
 import io.strata.table.{CatalystValues, PhysicalSchema, TableSchema}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
@@ -14,17 +14,6 @@ import org.apache.spark.sql.types.StructType
 
 /** Reads a snapshot through Spark's Parquet reader, with the log (never a directory listing) naming the files. */
 object SnapshotReader {
-  /** The snapshot a read asks for: the latest, or the one named by versionAsOf / timestampAsOf. */
-  def snapshotFor(spark: SparkSession, log: TableLog, options: ReadOptions): Snapshot = {
-    val snapshot = (options.versionAsOf, options.timestampAsOf) match {
-      case (Some(v), _) => VacuumedFiles.checked(log, log.snapshotAt(v))
-      case (_, Some(ts)) => VacuumedFiles.checked(log, log.snapshotAsOf(parseTimestampMillis(spark, ts)))
-      case _ => log.snapshot()
-    }
-    ProtocolSupport.checkReadable(snapshot.protocol, log.tablePath.toString)
-    snapshot
-  }
-
   /**
    * The relation of a path read (`format("strata").load(path)`): over the snapshot the options ask for, built on the
    * driver; or, for the latest version of a table whose state reaches the distributed-state threshold
@@ -43,18 +32,25 @@ object SnapshotReader {
     }
   }
 
+  /** The version versionAsOf / timestampAsOf name ([[versionAt]]). */
+  private def travel(spark: SparkSession, log: TableLog, options: ReadOptions): Either[SnapshotHead, Snapshot] =
+    versionAt(spark, log,
+      options.versionAsOf.getOrElse(log.versionAsOf(parseTimestampMillis(spark, options.timestampAsOf.get))))
+
   /**
-   * The version versionAsOf / timestampAsOf name, as [[latest]] takes the latest: its head when its state reaches the
-   * distributed-state threshold (its [[StateSize]]: the checkpoint's count plus the commits' adds), else its snapshot
-   * ([[snapshotFor]]: files a VACUUM deleted are named before the read). The head's read fails on a deleted file as
-   * Spark's scan finds it missing.
+   * Version `version` (time travel, path and catalog reads), as [[latest]] takes the latest: its head when its state
+   * reaches the distributed-state threshold (its [[StateSize]]: the checkpoint's count plus the commits' adds), else
+   * its snapshot. Either way its protocol is checked readable and files a VACUUM deleted are named before the read,
+   * with the same typed error (the snapshot's by [[VacuumedFiles]], the head's by [[DistributedVacuumCheck]]).
    */
-  private def travel(spark: SparkSession, log: TableLog, options: ReadOptions): Either[SnapshotHead, Snapshot] = {
-    val version = options.versionAsOf.getOrElse(log.versionAsOf(parseTimestampMillis(spark, options.timestampAsOf.get)))
+  def versionAt(spark: SparkSession, log: TableLog, version: Long): Either[SnapshotHead, Snapshot] = {
     val head = log.headAt(version)
     ProtocolSupport.checkReadable(head.protocol, log.tablePath.toString)
-    if (ReadConf.distributedState(spark, head.size) && head.classicCheckpoint) Left(head)
-    else Right(snapshotFor(spark, log, options))
+    if (ReadConf.distributedState(spark, head.size) && head.classicCheckpoint) {
+      val latest = log.headOption().getOrElse(throw TableNotFoundException(log.tablePath.toString))
+      DistributedVacuumCheck.check(spark, log, head, latest, log.conf, SparkInternals.sessionZone(spark))
+      Left(head)
+    } else Right(VacuumedFiles.checked(log, log.snapshotAt(version)))
   }
 
   /**

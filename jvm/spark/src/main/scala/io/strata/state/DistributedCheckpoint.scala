@@ -1,7 +1,7 @@
 package io.strata.state
 
 import io.strata.log.{ActionCodec, AddFile, CheckpointHook, RemoveFile, CheckpointWriter, CommittedVersion, FileNames,
-  PostCommitHook, SnapshotHead, TableLog, WrittenCheckpoint}
+  LogCleanupHook, Metadata, PostCommitHook, Protocol, SnapshotHead, TableLog, WrittenCheckpoint}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.strata.SparkInternals
@@ -24,7 +24,8 @@ object DistributedCheckpoint {
    * After a blind append without the file state (the write package's `WriteBase`): when the version is due a
    * checkpoint, it is written by Spark jobs on a background thread of the driver, off the commit's critical path
    * (safe as the driver's background checkpoint is: a checkpoint is only a shortcut, used once complete). Never
-   * fails the commit: a failure is logged, and a later due version writes one.
+   * fails the commit: a failure is logged, and a later due version writes one. A checkpoint written is followed by
+   * the expired-log cleanup the driver's checkpoint is followed by ([[LogCleanupHook]]).
    */
   object Hook extends PostCommitHook {
     val name = "distributed checkpoint"
@@ -35,11 +36,19 @@ object DistributedCheckpoint {
       case Some(spark) =>
         val (log, version) = (commit.log, commit.version)
         background.execute { () =>
-          try write(spark, log, log.headAt(version)).foreach(w => logger.info(s"Checkpoint of version $version of " +
-            s"${log.tablePath}: ${w.files.size} parts, ${w.actions} actions, written by Spark jobs."))
-          catch {
+          val written = try { val head = log.headAt(version); write(spark, log, head).map(head -> _) } catch {
             case NonFatal(e) => logger.warn(s"Distributed checkpoint of version $version of ${log.tablePath} " +
               "failed; the commit itself has landed, and a later due version writes one.", e)
+              None
+          }
+          written.foreach { case (head, w) =>
+            logger.info(s"Checkpoint of version $version of ${log.tablePath}: ${w.files.size} parts, ${w.actions} " +
+              "actions, written by Spark jobs.")
+            // As after the driver's checkpoint: expired log files go, on the same rules (LogCleanupHook).
+            try LogCleanupHook.after(log, head) catch {
+              case NonFatal(e) => logger.warn(s"Log cleanup after the checkpoint of version $version of " +
+                s"${log.tablePath} failed; the commit and the checkpoint have landed.", e)
+            }
           }
         }
     }
@@ -53,19 +62,24 @@ object DistributedCheckpoint {
   def awaitBackground(): Unit = background.submit(new Runnable { def run(): Unit = () }).get()
 
   /**
-   * Writes the checkpoint of `head`'s version with Spark jobs; None (logged) when it cannot be written without the
-   * file state: V2 checkpoints (`v2Checkpoint` feature or policy) and `delta.checkpoint.writeStatsAsStruct`.
+   * Writes the checkpoint of `head`'s version with Spark jobs, in the format the driver's [[CheckpointWriter]] uses
+   * (with `delta.checkpoint.writeStatsAsStruct`, `stats_parsed` and, when every partition value converts exactly,
+   * `partitionValues_parsed`); None (logged) for a table that writes V2 checkpoints (`v2Checkpoint` feature or
+   * policy), whose checkpoint must be one file.
    */
   def write(spark: SparkSession, log: TableLog, head: SnapshotHead): Option[WrittenCheckpoint] = {
-    val format = CheckpointWriter.formatWithoutFiles(head.protocol, head.metadata)
-    if (format.isEmpty) {
-      logger.info(s"No distributed checkpoint of version ${head.version} of ${log.tablePath}: the table writes V2 " +
-        "checkpoints or typed statistics (delta.checkpoint.writeStatsAsStruct), which need the file state.")
-      return None
-    }
-    val statsAsJson = format.get.statsAsJson
     val cutoff = System.currentTimeMillis() - TableLog.tombstoneRetentionMillis(head.metadata.configuration)
     val state = new DistributedFileState(spark, head, log.conf, SparkInternals.sessionZone(spark))
+    // The typed partition values (writeStatsAsStruct) need every file's values to convert: a job decides, once.
+    lazy val typedPartitions = state.partitionValuesConvert()
+    if (CheckpointWriter.formatWithoutFiles(head.protocol, head.metadata, typedPartitions).isEmpty) {
+      // Not reached by Strata's own appends: TableLog.latest keeps tables with the v2Checkpoint feature on the
+      // driver path, whose checkpoints are V2 ones.
+      logger.info(s"No distributed checkpoint of version ${head.version} of ${log.tablePath}: the table writes V2 " +
+        "checkpoints, which the driver writes.")
+      return None
+    }
+    val typed = CheckpointWriter.writesStructs(head.metadata) && typedPartitions
     val header = CheckpointWriter.headerActions(head).map(ActionCodec.serialize)
     // The part count is fixed before the parts are written (their names carry it): from the log's upper bound of
     // the live files (the tombstones are not known before the job; a part then holds somewhat more).
@@ -94,8 +108,11 @@ object DistributedCheckpoint {
             case a => a
           }
         }
-        val bytes = store.writeCheckpoint(new Path(names(k)), all,
-          io.strata.log.Checkpoints.Format(None, statsAsJson = statsAsJson))
+        // Every task makes the same format (stats_parsed, partitionValues_parsed) from the version's metadata.
+        val headerActions = header.map(ActionCodec.parse)
+        val format = CheckpointWriter.formatWithoutFiles(headerActions.collectFirst { case p: Protocol => p }.get,
+          headerActions.collectFirst { case m: Metadata => m }.get, typed).get
+        val bytes = store.writeCheckpoint(new Path(names(k)), all, format)
         Iterator((adds, actions, bytes))
       }.collect()
     } catch {

@@ -4,8 +4,8 @@ import java.time.ZoneId
 
 import scala.util.control.NonFatal
 
-import io.strata.log.{Action, ActionCodec, AddFile, Checkpoints, FileNames, RemoveFile, Snapshot, SnapshotHead,
-  StrataException, TableLog}
+import io.strata.log.{Action, ActionCodec, AddFile, CheckpointStructs, Checkpoints, FileNames, Metadata, RemoveFile,
+  Snapshot, SnapshotHead, StrataException, TableLog}
 import io.strata.table.{CatalystValues, PartitionPredicate, StatsSkipping, TableSchema}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -153,20 +153,74 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
     val adds = state.select(col("action"), col("stats")).as[(String, String)].map { case (a, s) =>
       ActionCodec.serialize(ActionCodec.parse(a).asInstanceOf[AddFile].copy(stats = Option(s)))
     }.toDF("action")
-    val fromCheckpoint = head.segment.checkpointVersion.map(_ => checkpointRemoves(tombstoneCutoff))
-    val removes = if (commitVersions.isEmpty) fromCheckpoint.map(_.select(col("action"))) else {
+    tombstones(tombstoneCutoff).map(_.select(col("action"))).fold(adds)(adds.union)
+  }
+
+  /**
+   * The version's tombstones deleted after `cutoff` (key, JSON line): the commits' keys whose last action is a
+   * remove, and the checkpoint's removes no commit after it touched. None when there can be none.
+   */
+  private def tombstones(cutoff: Long): Option[DataFrame] = {
+    import spark.implicits._
+    val fromCheckpoint = head.segment.checkpointVersion.map(_ => checkpointRemoves(cutoff))
+    if (commitVersions.isEmpty) fromCheckpoint else {
       val last = lastOf(commitVersions)
-      val fromCommits = last.where(!col("last.isAdd")).select(col("last.action").as("action")).as[String]
-        .filter((l: String) =>
-          ActionCodec.parse(l).asInstanceOf[RemoveFile].deletionTimestamp.forall(_ > tombstoneCutoff))
-        .toDF("action")
+      val fromCommits = last.where(!col("last.isAdd")).select(col("key"), col("last.action").as("action"))
+        .as[(String, String)]
+        .filter(r => ActionCodec.parse(r._2).asInstanceOf[RemoveFile].deletionTimestamp.forall(_ > cutoff))
+        .toDF("key", "action")
       Some(fromCheckpoint.fold(fromCommits) { cp =>
         val touched = last.select(col("key"))
         cp.join(if (commitsAreSmall(commitVersions.toSet)) broadcast(touched) else touched, Seq("key"), "left_anti")
-          .select(col("action")).union(fromCommits)
+          .select(col("key"), col("action")).union(fromCommits)
       })
     }
-    removes.fold(adds)(adds.union)
+  }
+
+  /**
+   * The files the live adds read (key, file): each add's data file and its deletion vector's file, absolute: what
+   * time travel checks against VACUUM ([[DistributedVacuumCheck]]).
+   */
+  private[state] def fileRefs: DataFrame = {
+    import spark.implicits._
+    val root = head.tablePath.toString
+    state.select(col("key"), col("action")).as[(String, String)].mapPartitions { rs =>
+      val rootPath = new Path(root)
+      rs.flatMap { case (k, a) =>
+        val f = ActionCodec.parse(a).asInstanceOf[AddFile]
+        (Snapshot.absolutePath(rootPath, f.path).toString +: f.deletionVector.flatMap(d =>
+          scala.util.Try(d.file(rootPath)).toOption.flatten).map(_.toString).toSeq).map(k -> _)
+      }
+    }.toDF("key", "file")
+  }
+
+  /** Every tombstone of the version (key, its deletion timestamp or null): when each removed file left the table. */
+  private[state] def removedAt: Option[DataFrame] = {
+    import spark.implicits._
+    tombstones(Long.MinValue).map(_.as[(String, String)].map { case (k, a) =>
+      (k, ActionCodec.parse(a).asInstanceOf[RemoveFile].deletionTimestamp)
+    }.toDF("key", "removedAt"))
+  }
+
+  /** Runs `body`'s jobs as this state's jobs do (described; a Strata error raised in a task thrown as itself). */
+  private[state] def run[T](what: String)(body: => T): T = describing(s"Strata: $what ${head.tablePath}")(body)
+
+  /**
+   * Whether every live file's partition values convert exactly to typed partition columns
+   * ([[CheckpointStructs.partitionValuesConvert]]: a checkpoint's `partitionValues_parsed` needs it of all of them),
+   * decided by the tasks over the state, each partition-value map once per task.
+   */
+  def partitionValuesConvert(): Boolean = head.metadata.partitionColumns.nonEmpty && {
+    val metadata = ActionCodec.serialize(head.metadata)
+    val rows = state
+    describing(s"Strata: partition values of ${head.tablePath} version ${head.version}") {
+      rows.select(col("partitionValues")).queryExecution.toRdd.mapPartitions { it =>
+        val m = ActionCodec.parse(metadata).asInstanceOf[Metadata]
+        val seen = new java.util.HashSet[String]()
+        val distinct = it.map(_.getMap(0)).filter(pv => seen.add(partitionKey(pv))).map(partitionValues)
+        Iterator(CheckpointStructs.partitionValuesConvert(m, distinct))
+      }.collect().forall(identity)
+    }
   }
 
   /** The checkpoint's removes deleted after `cutoff` (key, JSON line), one task per part, only `remove` decoded. */

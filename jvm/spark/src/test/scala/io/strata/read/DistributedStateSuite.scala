@@ -2,7 +2,8 @@ package io.strata.read
 
 import io.strata.SparkTestSession
 import io.strata.config.ReadConf
-import io.strata.log.{AddFile, CheckpointWriter, Operation, RemoveFile, TableLog}
+import io.strata.log.{AddFile, CheckpointWriter, InvalidTableOperationException, Operation, RemoveFile, Snapshot,
+  TableLog}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.execution.datasources.{FileIndex, HadoopFsRelation, LogicalRelation}
@@ -255,5 +256,55 @@ class DistributedStateSuite extends AnyFunSuite with SparkTestSession {
       assert(e.getMessage.contains(cp.getName) && e.getMessage.contains("add.path"), e.getMessage)
     }
     assert(jobs.getMessage == driver.getMessage)
+  }
+
+  test("time travel to a vacuumed version or below the cleaned-up log: the same typed error both ways") {
+    val (path, _) = strataTable(Some(None)) // checkpoint at version 3
+    val log = logOf(path)
+    val before = log.headOption().get.version
+    import spark.implicits._
+    Seq((901L, "p0", "new")).toDF("id", "p", "v").write.format("strata").mode("overwrite")
+      .option("replaceWhere", "p = 'p0'").save(path)
+    // One of the files the overwrite removed deleted, as VACUUM deletes them
+    val removed = log.snapshot().tombstones.filter(_.path.contains("p=p0")).sortBy(_.path)
+    assert(removed.nonEmpty)
+    val fs = log.store.fs
+    assert(fs.delete(log.snapshot().absolutePath(removed.head.path), false))
+    def failure(v: Long): InvalidTableOperationException = intercept[InvalidTableOperationException](
+      spark.read.format("strata").option("versionAsOf", v.toString).load(path).count())
+    val (driver, jobs) = (onDriver(failure(before)), distributed(failure(before)))
+    assert(driver.getMessage.contains("can no longer be read") && driver.getMessage.contains(removed.head.path),
+      driver.getMessage)
+    assert(jobs.getMessage == driver.getMessage)
+    // commits below the checkpoint gone (a log cleanup): version 1 is no longer available, either way
+    fs.delete(io.strata.log.FileNames.deltaFile(log.logPath, 0L), false)
+    val (driverLog, jobsLog) = (onDriver(failure(1L)), distributed(failure(1L)))
+    assert(driverLog.getMessage.contains("no longer available") && jobsLog.getMessage == driverLog.getMessage,
+      driverLog.getMessage)
+    // a version whose files are all there still reads alike
+    sameBothWaysWith(Map("versionAsOf" -> "3"))(path, "p = 'p1'")
+  }
+
+  test("catalog reads above the threshold (StrataCatalog, session catalog, VERSION AS OF): no driver file state") {
+    val inStrata = freshTable("distcat", "(id BIGINT, p STRING, v STRING) USING strata PARTITIONED BY (p)")
+    val inSession = s"spark_catalog.default.distcat_${System.nanoTime()}"
+    spark.sql(s"CREATE TABLE $inSession (id BIGINT, p STRING, v STRING) USING strata PARTITIONED BY (p)")
+    Seq(inStrata, inSession).foreach { t =>
+      spark.sql(s"INSERT INTO $t VALUES (1, 'a', 'x'), (2, 'b', 'y'), (3, 'a', 'z')")
+      spark.sql(s"INSERT INTO $t VALUES (4, 'c', 'x')")
+      spark.sql(s"DELETE FROM $t WHERE id = 2")
+      val queries = Seq(s"SELECT * FROM $t", s"SELECT * FROM $t WHERE p = 'a'", s"SELECT id FROM $t WHERE v = 'x'",
+        s"SELECT p, count(*) FROM $t GROUP BY p", s"SELECT count(*) FROM $t", s"SELECT * FROM $t VERSION AS OF 2")
+      def answers() = queries.map(q => spark.sql(q).collect().map(_.toString).sorted.toSeq)
+      // The last commit a blind append over the head: this JVM holds no snapshot of the latest version.
+      distributed(spark.sql(s"INSERT INTO $t VALUES (5, 'b', 'x')"))
+      val built = Snapshot.fileStatesBuilt
+      val (jobs, explain) = distributed((answers(),
+        spark.sql(s"SELECT * FROM $t WHERE p = 'a'").queryExecution.executedPlan.toString))
+      assert(Snapshot.fileStatesBuilt == built, s"a read of $t built a file state on the driver")
+      assert(explain.contains("LogFileIndex(1 paths)"), explain)
+      assert(jobs == onDriver(answers()))
+      assert(jobs.head.size == 4 && jobs(1) == Seq("[1,a,x]", "[3,a,z]") && jobs.last.size == 4, jobs)
+    }
   }
 }

@@ -172,4 +172,59 @@ class DistributedAppendSuite extends AnyFunSuite with SparkTestSession {
     assert(l.snapshot().segment.checkpointVersion.contains(6L))
     assert(table(path).map(_.getLong(0)).toSet == Set(1L, 2L, 3L, 5L, 6L, 10L, 11L))
   }
+
+  test("after a checkpoint written by Spark jobs, expired log files go as after the driver's, unless turned off") {
+    val path = tempDir().resolve("clean").toString
+    val t = s"strata.`$path`"
+    spark.sql(s"CREATE TABLE $t (id long, p string) USING strata TBLPROPERTIES ('delta.checkpointInterval' = '2', " +
+      "'delta.logRetentionDuration' = 'interval 1 days', 'delta.enableExpiredLogCleanup' = 'false')") // v0
+    val l = log(path)
+    val fs = l.store.fs
+    def commits = l.store.list(l.logPath).flatMap(st => FileNames.classify(st.getPath.getName))
+      .collect { case FileNames.DeltaFile(v) => v }.sorted
+    def checkpointed(v: Long) = fs.exists(FileNames.checkpointFile(l.logPath, v))
+    /** Commits `versions` committed two days ago, one second apart. */
+    def age(versions: Range): Unit = versions.foreach(v => fs.setTimes(FileNames.deltaFile(l.logPath, v),
+      System.currentTimeMillis() - 2L * 24 * 3600 * 1000 + v * 1000L, -1))
+    val built = Snapshot.fileStatesBuilt
+    aboveThreshold { append(path, 1L -> "a"); append(path, 2L -> "b") } // v2: checkpointed by Spark jobs
+    DistributedCheckpoint.awaitBackground()
+    age(0 to 2)
+    aboveThreshold { append(path, 3L -> "a"); append(path, 4L -> "b") } // v4: checkpoint, cleanup turned off
+    DistributedCheckpoint.awaitBackground()
+    assert(Snapshot.fileStatesBuilt == built, "the appends and their checkpoints built a file state on the driver")
+    assert(checkpointed(2) && checkpointed(4) && commits == (0L to 4L))
+    spark.sql(s"ALTER TABLE $t SET TBLPROPERTIES ('delta.enableExpiredLogCleanup' = 'true')") // v5
+    age(0 to 4)
+    aboveThreshold(append(path, 5L -> "c")) // v6: checkpoint, then everything below checkpoint 4 (2 days old) goes
+    DistributedCheckpoint.awaitBackground()
+    assert(checkpointed(6) && checkpointed(4) && !checkpointed(2) && commits == (4L to 6L))
+    assert(table(path).map(_.getLong(0)) == (1L to 5L))
+    assert(spark.read.format("strata").option("versionAsOf", 4L).load(path).count() == 4L)
+    val gone = intercept[InvalidTableOperationException](l.snapshotAt(3L))
+    assert(gone.getMessage.contains("no longer available") && gone.getMessage.contains("is 4"), gone.getMessage)
+    // checkpointProtection: history before version 7 goes only all at once, so checkpoint 6 (expired) frees nothing
+    spark.sql(s"ALTER TABLE $t SET TBLPROPERTIES ('delta.feature.checkpointProtection' = 'supported', " +
+      "'delta.requireCheckpointProtectionBeforeVersion' = '7')") // v7
+    age(4 to 7)
+    aboveThreshold(append(path, 6L -> "c")) // v8: checkpoint; cleanup below 6 would cut into the protected history
+    DistributedCheckpoint.awaitBackground()
+    assert(checkpointed(8) && checkpointed(4) && commits == (4L to 8L))
+  }
+
+  test("a table with V2 checkpoints keeps the driver path above the threshold: its due checkpoint is a V2 one") {
+    val path = tempDir().resolve("v2").toString
+    spark.sql(s"CREATE TABLE strata.`$path` (id long, p string) USING strata TBLPROPERTIES (" +
+      "'delta.checkpointInterval' = '2', 'delta.checkpointPolicy' = 'v2')")
+    val built = Snapshot.fileStatesBuilt
+    aboveThreshold { append(path, 1L -> "a"); append(path, 2L -> "b") } // v2: due
+    CheckpointHook.awaitBackground()
+    DistributedCheckpoint.awaitBackground()
+    assert(Snapshot.fileStatesBuilt > built, "a V2-checkpoint table's append went without the file state")
+    val l = log(path)
+    val checkpoints = l.store.list(l.logPath).flatMap(st => FileNames.classify(st.getPath.getName))
+      .collect { case c @ (_: FileNames.V2Checkpoint | _: FileNames.CheckpointPart) => c }
+    assert(checkpoints == Seq(FileNames.V2Checkpoint(2L)), checkpoints)
+    assert(table(path).map(_.getLong(0)) == Seq(1L, 2L))
+  }
 }

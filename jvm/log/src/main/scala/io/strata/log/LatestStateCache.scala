@@ -1,0 +1,40 @@
+package io.strata.log
+
+import org.apache.hadoop.fs.FileStatus
+
+/**
+ * The latest state (a [[Snapshot]], or a [[SnapshotHead]]) of recently used tables, per JVM, and the one rule for
+ * when such a state may still be used: the commit file it was built up to is still there, unchanged (a table deleted
+ * and created again at the same place starts over), and no checkpoint newer than the one it was read from exists (its
+ * segment is then the one a full load would choose). Bounded: the least recently used tables are dropped.
+ * [[SnapshotCache]] and [[HeadCache]] are its two instances.
+ */
+private[log] class LatestStateCache[T](versionOf: T => Long, checkpointOf: T => Option[Long]) {
+  private final class Entry(val state: T, val commitLength: Long, val commitModificationTime: Long)
+
+  private val MaxTables = 32
+  private val entries = new java.util.LinkedHashMap[String, Entry](16, 0.75f, true) {
+    override def removeEldestEntry(e: java.util.Map.Entry[String, Entry]): Boolean = size() > MaxTables
+  }
+
+  /** The table's cached state, when it still describes the table whose log lists these commits and checkpoints. */
+  def current(table: String, commits: Map[Long, FileStatus], checkpointVersions: Iterable[Long]): Option[T] =
+    entries.synchronized(Option(entries.get(table))).filter { e =>
+      val version = versionOf(e.state)
+      commits.get(version).exists(st => st.getLen == e.commitLength &&
+        st.getModificationTime == e.commitModificationTime) &&
+        !checkpointVersions.exists(cp => cp > checkpointOf(e.state).getOrElse(-1L) && cp <= commits.keys.max)
+    }.map(_.state)
+
+  /** Remembers `state` as the table's latest (unless a newer one is held), built up to the commit file `commit`. */
+  def put(table: String, state: T, commit: Option[FileStatus]): Unit = commit.foreach { st =>
+    entries.synchronized {
+      if (Option(entries.get(table)).forall(e => versionOf(e.state) <= versionOf(state))) {
+        entries.put(table, new Entry(state, st.getLen, st.getModificationTime))
+      }
+    }
+  }
+
+  def invalidate(table: String): Unit = entries.synchronized(entries.remove(table))
+}
+
