@@ -38,6 +38,13 @@ private[log] final class Utf8Column(initialCapacity: Int) {
 
   def isNull(i: Int): Boolean = nulls != null && nulls.get(i)
 
+  /** `f` of string i's UTF-8 bytes in place (array, offset, length), or of (null, 0, 0) for a null: nothing copied. */
+  def withBytes[A](i: Int)(f: (Array[Byte], Int, Int) => A): A =
+    if (isNull(i)) f(null, 0, 0) else {
+      val start = if (i == 0) 0 else ends(i - 1)
+      f(bytes, start, ends(i) - start)
+    }
+
   def apply(i: Int): String =
     if (isNull(i)) null else {
       val start = if (i == 0) 0 else ends(i - 1)
@@ -55,7 +62,8 @@ private[log] final class Utf8Column(initialCapacity: Int) {
  * unknown fields, a remove's extendedFileMetadata) take space only on rows that have them. `dataChange` is not kept:
  * in a snapshot every action is `dataChange = false`. Appends only; see [[FileSet]] for removal.
  */
-private[log] final class FileColumns(initialCapacity: Int, dictionary: FileColumns.PartitionDictionary) {
+private[log] final class FileColumns(initialCapacity: Int, dictionary: FileColumns.PartitionDictionary)
+    extends TypedStats.Rows {
   import FileColumns._
 
   private val paths = new Utf8Column(initialCapacity)
@@ -114,6 +122,8 @@ private[log] final class FileColumns(initialCapacity: Int, dictionary: FileColum
   def statsJson(i: Int): Option[String] = Option(stats(i))
   /** Row i's statistics JSON, or null. */
   def statsString(i: Int): String = stats(i)
+  /** Row i's statistics parsed from their UTF-8 bytes in place (no `String` decoded). */
+  def parseStats(i: Int, parser: StatsParser.For): StatsParser.Parsed = stats.withBytes(i)(parser.parse)
   def partitionCode(i: Int): Int = partitions(i)
   def partitionValues(i: Int): Map[String, Option[String]] = dictionary.values(partitions(i))
   /** The row's deletion vector, or null. */

@@ -4,23 +4,25 @@ import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.atomic.AtomicLong
 
 /**
- * The statistics of a run of rows (`length`, JSON of row i: `json(i)`, null when absent), parsed into typed columns
- * once: a column is built the first time a query asks for it, in one pass over the JSON of the rows asked for with
- * the other columns asked for at the same time, and kept. Runs never change once built and are shared by the
+ * The statistics of a run of rows (`length`, held in `rows`: JSON per row, null when absent), parsed into typed
+ * columns once: a column is built the first time a query asks for it, in one pass over the JSON of the rows asked for
+ * with the other columns asked for at the same time, and kept. Runs never change once built and are shared by the
  * snapshots replayed from one another, so a table's statistics column is parsed once however many queries and
  * snapshots read it (a run made by merging others parses again, once).
  *
  * The run is cut into chunks of [[TypedStats.ChunkRows]] rows taken in `order` (the run's rows grouped by partition,
  * [[RowGroups]]), each built on its own when a query first reads one of its rows: a query that pruned to one
  * partition of a million-file run parses the chunk or two holding that partition, not the million (issue 23).
- * `numRecords` and `tightBounds` come with a chunk's first build.
+ * Readers address rows by their position in that order ([[FileStatistics]]: a partition's rows are a range of
+ * positions, so its chunks are named without visiting its files). `numRecords` and `tightBounds` come with a chunk's
+ * first build, whatever columns it is asked for (none, for a count): later builds of other columns reuse them.
  */
-final class TypedStats private[log] (val length: Int, json: Int => String, order: () => Array[Int]) {
+final class TypedStats private[log] (val length: Int, private[log] val rows: TypedStats.Rows,
+                                     order: () => Array[Int]) {
   import TypedStats._
 
   private val chunks = new Array[Chunk]((length + ChunkRows - 1) / ChunkRows)
-  /** Row -> its position in `order` (null while rows are in their own order). */
-  @volatile private var positions: Array[Int] = null
+  /** Position -> row (null until first asked; empty while rows are in their own order). */
   @volatile private var ordered: Array[Int] = null
   private val rowsParsed = new AtomicLong()
 
@@ -28,20 +30,14 @@ final class TypedStats private[log] (val length: Int, json: Int => String, order
     if (ordered == null) synchronized {
       if (ordered == null) {
         val rows = order()
-        if (rows != null) {
-          val pos = new Array[Int](length)
-          var i = 0
-          while (i < rows.length) { pos(rows(i)) = i; i += 1 }
-          positions = pos
-        }
         ordered = if (rows == null) Array.emptyIntArray else rows
       }
     }
     ordered
   }
 
-  /** Row `row`'s position in chunk order (`chunk(position / ChunkRows)`, slot `position % ChunkRows`). */
-  private[log] def position(row: Int): Int = { orderedRows; if (positions == null) row else positions(row) }
+  /** The row at `position` of the chunk order (`chunk(position / ChunkRows)`, slot `position % ChunkRows`). */
+  private[log] def rowAt(position: Int): Int = { val o = orderedRows; if (o.length == 0) position else o(position) }
 
   /** The chunk holding positions `k * ChunkRows` until `(k + 1) * ChunkRows` (created, not built, when first asked). */
   private[log] def chunk(k: Int): Chunk = {
@@ -50,9 +46,9 @@ final class TypedStats private[log] (val length: Int, json: Int => String, order
       c = chunks(k)
       if (c == null) {
         val from = k * ChunkRows
-        val rows = orderedRows
+        val order = orderedRows
         val n = math.min(ChunkRows, length - from)
-        c = new Chunk(n, if (positions == null) i => from + i else i => rows(from + i))
+        c = new Chunk(n, if (order.length == 0) i => from + i else i => order(from + i))
         chunks(k) = c
       }
     }
@@ -95,7 +91,7 @@ final class TypedStats private[log] (val length: Int, json: Int => String, order
       val (rs, ts) = if (records == null) (new Array[Long](n), new Array[Byte](n)) else (null, null)
       var i = 0
       while (i < n) {
-        val parsed = parser.parse(json(rowAt(i)))
+        val parsed = rows.parseStats(rowAt(i), parser)
         if (rs != null) { rs(i) = parsed.records; ts(i) = parsed.tight.toByte }
         var c = 0
         while (c < cols.length) {
@@ -129,6 +125,21 @@ object TypedStats {
   /** Statistics columns built from JSON in this JVM, per chunk (benchmarks and tests: a second query builds none). */
   def columnsBuiltInJvm: Long = builtColumns.get
 
-  /** Typed statistics over an explicit list of JSON strings (a file list not held in a snapshot's runs). */
-  def of(json: IndexedSeq[String]): TypedStats = new TypedStats(json.length, json, () => null)
+  /** Where a run's statistics and deletion vectors are read, by row. */
+  private[log] trait Rows {
+    /** Row i's statistics JSON, or null. */
+    def statsString(i: Int): String
+    /** Row i's statistics as `parser` reads them (parsed where they are held). */
+    def parseStats(i: Int, parser: StatsParser.For): StatsParser.Parsed
+    /** Row i's deletion vector, or null. */
+    def deletionVector(i: Int): DeletionVectorDescriptor
+  }
+
+  /** Typed statistics over an explicit file list (statistics JSON, deletion vector) not held in a snapshot's runs. */
+  private[log] def of(files: IndexedSeq[(Option[String], Option[DeletionVectorDescriptor])]): TypedStats =
+    new TypedStats(files.length, new Rows {
+      def statsString(i: Int): String = files(i)._1.orNull
+      def parseStats(i: Int, parser: StatsParser.For): StatsParser.Parsed = parser.parse(statsString(i))
+      def deletionVector(i: Int): DeletionVectorDescriptor = files(i)._2.orNull
+    }, () => null)
 }
