@@ -69,8 +69,9 @@ final class FileStatistics private[log] (val length: Int, segmentsOf: => Indexed
   def values(columns: IndexedSeq[StatsColumn]): StatsValues = new StatsValues {
     // File i's chunk and slot, looked up once for all the values read of it (readers go file by file, so the
     // segment and the chunk of the file before are tried first).
+    // (numRecords needs no chunk: it was read as the file entered the state.)
     private var at = -1
-    private var slot = 0
+    private var pos = 0
     private var segment: Segment = null
     private var segmentFrom, segmentUntil = 0
     private var chunk: TypedStats#Chunk = null
@@ -80,17 +81,21 @@ final class FileStatistics private[log] (val length: Int, segmentsOf: => Indexed
         val k = segmentIndex(i)
         segment = segments(k); segmentFrom = starts(k); segmentUntil = starts(k + 1)
       }
-      val pos = segment.position(i - segmentFrom)
+      pos = segment.position(i - segmentFrom); at = i
+    }
+    /** File i's slot in its chunk, the chunk's columns built. */
+    private def slot(i: Int): Int = {
+      seek(i)
       val c = segment.stats.chunk(pos / TypedStats.ChunkRows)
       if (c ne chunk) { cols = c.columnsOf(columns); chunk = c }
-      slot = pos % TypedStats.ChunkRows; at = i
+      pos % TypedStats.ChunkRows
     }
     def length: Int = FileStatistics.this.length
-    def numRecords(i: Int): Long = { seek(i); chunk.numRecords(slot) }
-    def tightBounds(i: Int): Int = { seek(i); chunk.tightBounds(slot) }
-    def nullCount(c: Int, i: Int): Long = { seek(i); cols(c).nullCounts(slot) }
-    def min(c: Int, i: Int): AnyRef = { seek(i); cols(c).mins(slot) }
-    def max(c: Int, i: Int): AnyRef = { seek(i); cols(c).maxs(slot) }
+    def numRecords(i: Int): Long = { seek(i); segment.stats.rows.numRecords(segment.stats.rowAt(pos)) }
+    def tightBounds(i: Int): Int = { val s = slot(i); chunk.tightBounds(s) }
+    def nullCount(c: Int, i: Int): Long = { val s = slot(i); cols(c).nullCounts(s) }
+    def min(c: Int, i: Int): AnyRef = { val s = slot(i); cols(c).mins(s) }
+    def max(c: Int, i: Int): AnyRef = { val s = slot(i); cols(c).maxs(s) }
   }
 }
 
@@ -120,9 +125,10 @@ object FileStatistics {
    * Builds the typed `columns` of every chunk holding a file of `groups`, chunks in parallel: a query over many files
    * (a whole table's count(*), skipping without a partition filter) parses on every core, where reading the groups
    * file by file would parse on one. The chunks are named from the groups' ranges of positions, without a pass over
-   * the files. Each chunk still builds a column once (its own lock).
+   * the files. Each chunk still builds a column once (its own lock). Without columns (a count: numRecords only)
+   * there is nothing to build.
    */
-  def prepare(groups: Iterable[FileStatistics], columns: IndexedSeq[StatsColumn]): Unit = {
+  def prepare(groups: Iterable[FileStatistics], columns: IndexedSeq[StatsColumn]): Unit = if (columns.nonEmpty) {
     val chunks = new java.util.LinkedHashSet[TypedStats#Chunk]()
     groups.foreach(_.chunks.foreach(chunks.add))
     if (chunks.size > 1) new java.util.ArrayList(chunks).parallelStream().forEach(c => c.columnsOf(columns))

@@ -106,6 +106,12 @@ object StatsParser {
 
   def forColumns(columns: IndexedSeq[StatsColumn]): For = new For(columns)
 
+  /**
+   * `numRecords` alone (and `tightBounds`): every byte of the JSON is still read, so malformed statistics give no
+   * number (-1), as in a parse for columns. The table state reads it as each file enters ([[FileColumns]]).
+   */
+  val recordsOnly: For = forColumns(IndexedSeq.empty)
+
   private val Micros = 1000000L
 
   /** A scalar statistics value (the parser is at token `t`) as `kind` holds it, or null. */

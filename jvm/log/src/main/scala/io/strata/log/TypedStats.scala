@@ -14,8 +14,9 @@ import java.util.concurrent.atomic.AtomicLong
  * [[RowGroups]]), each built on its own when a query first reads one of its rows: a query that pruned to one
  * partition of a million-file run parses the chunk or two holding that partition, not the million (issue 23).
  * Readers address rows by their position in that order ([[FileStatistics]]: a partition's rows are a range of
- * positions, so its chunks are named without visiting its files). `numRecords` and `tightBounds` come with a chunk's
- * first build, whatever columns it is asked for (none, for a count): later builds of other columns reuse them.
+ * positions, so its chunks are named without visiting its files). `tightBounds` comes with a chunk's first build;
+ * `numRecords` is not parsed here at all: each file's was read as it entered the state ([[Rows.numRecords]]), so a
+ * count over every file builds no chunk.
  */
 final class TypedStats private[log] (val length: Int, private[log] val rows: TypedStats.Rows,
                                      order: () => Array[Int]) {
@@ -70,7 +71,6 @@ final class TypedStats private[log] (val length: Int, private[log] val rows: Typ
   /** `n` rows of the run (slot i is row `rowAt(i)`), their columns built when first asked, once. */
   private[log] final class Chunk(n: Int, rowAt: Int => Int) {
     private val columns = new ConcurrentHashMap[StatsColumn, TypedStatsColumn]()
-    @volatile private var records: Array[Long] = null
     @volatile private var tight: Array[Byte] = null
     private val builds = new AtomicLong()
 
@@ -78,9 +78,9 @@ final class TypedStats private[log] (val length: Int, private[log] val rows: Typ
 
     /** The typed columns of `wanted`, building those not built yet in one pass over the chunk's JSON. */
     def columnsOf(wanted: IndexedSeq[StatsColumn]): IndexedSeq[TypedStatsColumn] = {
-      if (records == null || wanted.exists(c => !columns.containsKey(c))) synchronized {
+      if (tight == null || wanted.exists(c => !columns.containsKey(c))) synchronized {
         val missing = wanted.distinct.filterNot(columns.containsKey)
-        if (records == null || missing.nonEmpty) build(missing)
+        if (tight == null || missing.nonEmpty) build(missing)
       }
       wanted.map(columns.get)
     }
@@ -88,11 +88,11 @@ final class TypedStats private[log] (val length: Int, private[log] val rows: Typ
     private def build(missing: IndexedSeq[StatsColumn]): Unit = {
       val parser = StatsParser.forColumns(missing)
       val cols = missing.map(new TypedStatsColumn(_, n))
-      val (rs, ts) = if (records == null) (new Array[Long](n), new Array[Byte](n)) else (null, null)
+      val ts = if (tight == null) new Array[Byte](n) else null
       var i = 0
       while (i < n) {
         val parsed = rows.parseStats(rowAt(i), parser)
-        if (rs != null) { rs(i) = parsed.records; ts(i) = parsed.tight.toByte }
+        if (ts != null) ts(i) = parsed.tight.toByte
         var c = 0
         while (c < cols.length) {
           val col = cols(c)
@@ -106,13 +106,12 @@ final class TypedStats private[log] (val length: Int, private[log] val rows: Typ
       builds.addAndGet(cols.length)
       rowsParsed.addAndGet(n)
       builtColumns.addAndGet(cols.length)
-      if (rs != null) { tight = ts; records = rs }
+      if (ts != null) tight = ts
     }
 
-    def numRecords(slot: Int): Long = records(slot)
     def tightBounds(slot: Int): Int = tight(slot)
 
-    def heapBytes: Long = (if (records == null) 0L else n * 9L) +
+    def heapBytes: Long = (if (tight == null) 0L else n.toLong) +
       scala.jdk.CollectionConverters.CollectionHasAsScala(columns.values).asScala.map(_.heapBytes).sum
   }
 }
@@ -129,6 +128,8 @@ object TypedStats {
   private[log] trait Rows {
     /** Row i's statistics JSON, or null. */
     def statsString(i: Int): String
+    /** Row i's `numRecords` (-1 unknown), read once, when the row was added. */
+    def numRecords(i: Int): Long
     /** Row i's statistics as `parser` reads them (parsed where they are held). */
     def parseStats(i: Int, parser: StatsParser.For): StatsParser.Parsed
     /** Row i's deletion vector, or null. */
@@ -138,6 +139,8 @@ object TypedStats {
   /** Typed statistics over an explicit file list (statistics JSON, deletion vector) not held in a snapshot's runs. */
   private[log] def of(files: IndexedSeq[(Option[String], Option[DeletionVectorDescriptor])]): TypedStats =
     new TypedStats(files.length, new Rows {
+      private lazy val records = files.map(f => StatsParser.recordsOnly.parse(f._1.orNull).numRecords(0))
+      def numRecords(i: Int): Long = records(i)
       def statsString(i: Int): String = files(i)._1.orNull
       def parseStats(i: Int, parser: StatsParser.For): StatsParser.Parsed = parser.parse(statsString(i))
       def deletionVector(i: Int): DeletionVectorDescriptor = files(i)._2.orNull
