@@ -38,6 +38,13 @@ private[log] final class Utf8Column(initialCapacity: Int) {
 
   def isNull(i: Int): Boolean = nulls != null && nulls.get(i)
 
+  /** `f` of string i's UTF-8 bytes in place (array, offset, length), or of (null, 0, 0) for a null: nothing copied. */
+  def withBytes[A](i: Int)(f: (Array[Byte], Int, Int) => A): A =
+    if (isNull(i)) f(null, 0, 0) else {
+      val start = if (i == 0) 0 else ends(i - 1)
+      f(bytes, start, ends(i) - start)
+    }
+
   def apply(i: Int): String =
     if (isNull(i)) null else {
       val start = if (i == 0) 0 else ends(i - 1)
@@ -50,18 +57,22 @@ private[log] final class Utf8Column(initialCapacity: Int) {
 
 /**
  * File actions stored column-wise, one row each: the live files or the tombstones of a snapshot. Per row a path and
- * statistics as UTF-8 bytes, size and time as longs, and an int code into a dictionary of partition-value maps (a
+ * statistics as UTF-8 bytes, size, time and an add's `numRecords` (read from its statistics as it is added, so a
+ * count over every file parses nothing) as longs, and an int code into a dictionary of partition-value maps (a
  * table with 1,000 partitions holds 1,000 maps, however many files). Deletion vectors and the rare fields (tags,
  * unknown fields, a remove's extendedFileMetadata) take space only on rows that have them. `dataChange` is not kept:
  * in a snapshot every action is `dataChange = false`. Appends only; see [[FileSet]] for removal.
  */
-private[log] final class FileColumns(initialCapacity: Int, dictionary: FileColumns.PartitionDictionary) {
+private[log] final class FileColumns(initialCapacity: Int, dictionary: FileColumns.PartitionDictionary)
+    extends TypedStats.Rows {
   import FileColumns._
 
   private val paths = new Utf8Column(initialCapacity)
   private val stats = new Utf8Column(initialCapacity)
   private var sizes = new Array[Long](math.max(4, initialCapacity))
   private var times = new Array[Long](math.max(4, initialCapacity))
+  /** Each add's `numRecords` (-1 unknown: no statistics, none stated, or malformed JSON; removes: -1). */
+  private var records = new Array[Long](math.max(4, initialCapacity))
   private var partitions = new Array[Int](math.max(4, initialCapacity))
   private var vectors: Array[DeletionVectorDescriptor] = null
   private val rare = mutable.LongMap.empty[Rare]
@@ -73,15 +84,19 @@ private[log] final class FileColumns(initialCapacity: Int, dictionary: FileColum
   private def grow(): Unit = if (count == sizes.length) {
     val n = count * 2
     sizes = java.util.Arrays.copyOf(sizes, n); times = java.util.Arrays.copyOf(times, n)
+    records = java.util.Arrays.copyOf(records, n)
     partitions = java.util.Arrays.copyOf(partitions, n)
     if (vectors != null) vectors = java.util.Arrays.copyOf(vectors, n)
   }
 
+  /** `numRecords`: the row's, or [[ParseRecords]] to parse it from the statistics just stored. */
   private def append(path: String, size: Long, time: Long, pv: Int, stat: String,
-                     dv: Option[DeletionVectorDescriptor], r: Rare): Int = {
+                     dv: Option[DeletionVectorDescriptor], r: Rare, numRecords: Long): Int = {
     grow()
     paths.add(path); stats.add(stat)
     sizes(count) = size; times(count) = time; partitions(count) = pv
+    records(count) = if (numRecords != ParseRecords) numRecords
+                      else stats.withBytes(count)(StatsParser.recordsOnly.parse).numRecords(0)
     dv.foreach { d =>
       if (vectors == null) vectors = new Array[DeletionVectorDescriptor](sizes.length)
       vectors(count) = d
@@ -93,19 +108,19 @@ private[log] final class FileColumns(initialCapacity: Int, dictionary: FileColum
 
   def add(f: AddFile): Int =
     append(f.path, f.size, f.modificationTime, dictionary.code(f.partitionValues), f.stats.orNull, f.deletionVector,
-      if (f.tags.isEmpty && f.extra.isEmpty) null else Rare(f.tags, f.extra, None))
+      if (f.tags.isEmpty && f.extra.isEmpty) null else Rare(f.tags, f.extra, None), ParseRecords)
 
   def add(r: RemoveFile): Int =
     append(r.path, r.size.getOrElse(NoSize), r.deletionTimestamp.getOrElse(NoTime),
       r.partitionValues.fold(NoPartitionValues)(dictionary.code), r.stats.orNull, r.deletionVector,
       if (r.tags.isEmpty && r.extra.isEmpty && r.extendedFileMetadata.isEmpty) null
-      else Rare(r.tags, r.extra, r.extendedFileMetadata))
+      else Rare(r.tags, r.extra, r.extendedFileMetadata), -1L)
 
   /** Copies row `i` of `other` (which shares this dictionary) here. */
   def copyRow(other: FileColumns, i: Int): Int = {
     require(other.partitionDictionary eq dictionary)
     append(other.paths(i), other.sizes(i), other.times(i), other.partitions(i), other.stats(i),
-      Option(other.deletionVector(i)), other.rare.getOrElse(i.toLong, null))
+      Option(other.deletionVector(i)), other.rare.getOrElse(i.toLong, null), other.records(i))
   }
 
   def path(i: Int): String = paths(i)
@@ -114,6 +129,10 @@ private[log] final class FileColumns(initialCapacity: Int, dictionary: FileColum
   def statsJson(i: Int): Option[String] = Option(stats(i))
   /** Row i's statistics JSON, or null. */
   def statsString(i: Int): String = stats(i)
+  /** Row i's `numRecords` as its statistics state it (parsed once, when the row was added), or -1. */
+  def numRecords(i: Int): Long = records(i)
+  /** Row i's statistics parsed from their UTF-8 bytes in place (no `String` decoded). */
+  def parseStats(i: Int, parser: StatsParser.For): StatsParser.Parsed = stats.withBytes(i)(parser.parse)
   def partitionCode(i: Int): Int = partitions(i)
   def partitionValues(i: Int): Map[String, Option[String]] = dictionary.values(partitions(i))
   /** The row's deletion vector, or null. */
@@ -137,7 +156,7 @@ private[log] final class FileColumns(initialCapacity: Int, dictionary: FileColum
   }
 
   /** Heap bytes of the columns (arrays as allocated; rare fields and the shared dictionary not counted). */
-  def heapBytes: Long = paths.heapBytes + stats.heapBytes + sizes.length * 20L +
+  def heapBytes: Long = paths.heapBytes + stats.heapBytes + sizes.length * 28L +
     (if (vectors == null) 0L else vectors.length * 4L + (0 until count).count(vectors(_) != null) * 120L)
   /** Heap bytes of the columns without the statistics. */
   def heapBytesWithoutStats: Long = heapBytes - stats.heapBytes
@@ -149,6 +168,8 @@ private[log] object FileColumns {
   val NoSize: Long = -1L
   val NoTime: Long = Long.MinValue
   val NoPartitionValues: Int = -1
+  /** `append`'s numRecords argument for an add: parse it from the statistics ([[StatsParser.recordsOnly]]). */
+  private val ParseRecords: Long = Long.MinValue
 
   /**
    * The distinct partition-value maps of a table's files, each given an int code once. Shared by every snapshot

@@ -69,14 +69,30 @@ private[log] final class FileSet private (
    */
   def statsByPartition: Seq[(Map[String, Option[String]], FileStatistics)] = {
     val dict = runs.head.cols.partitionDictionary
+    lazy val whole = runs.map(r => !removed.anySet(r.start, r.end)) // runs without a removed row: once, not per group
     (0 until totals.codeLimit).filter(totals.countOf(_) > 0).map { code =>
-      lazy val ps = positionsOf(code)
-      dict.values(code) -> new FileStatistics(totals.countOf(code),
-        i => { val r = run(ps(i)); r.cols.statsString(ps(i) - r.start) },
-        i => { val r = run(ps(i)); r.cols.deletionVector(ps(i) - r.start) },
-        i => run(ps(i)).stats, i => ps(i) - run(ps(i)).start)
+      dict.values(code) -> new FileStatistics(totals.countOf(code), segmentsOf(code, whole))
     }
   }
+
+  /**
+   * The live files of partition code `code` as one segment per run holding some: the code's range of positions in
+   * the run's chunk order ([[RowGroups.range]]), whole when no row of the run is removed (nothing visited), else the
+   * positions of its live rows.
+   */
+  private def segmentsOf(code: Int, whole: IndexedSeq[Boolean]): IndexedSeq[FileStatistics.Segment] =
+    runs.indices.flatMap { k =>
+      val r = runs(k)
+      val (from, until) = r.groups.range(code)
+      if (from == until) None
+      else if (whole(k)) Some(new FileStatistics.Segment(r.stats, until - from, from, null))
+      else {
+        val live = Array.newBuilder[Int]
+        (from until until).foreach(p => if (!removed.get(r.start + r.stats.rowAt(p))) live += p)
+        val ps = live.result()
+        if (ps.isEmpty) None else Some(new FileStatistics.Segment(r.stats, ps.length, 0, ps))
+      }
+    }
 
   def sizeInBytes: Long = totals.bytes
   def hasDeletionVectors: Boolean = totals.withDeletionVectors > 0
@@ -107,7 +123,7 @@ private[log] object FileSet {
     def end: Int = start + cols.length
     lazy val groups: RowGroups = new RowGroups(cols)
     /** The run's statistics as typed columns, each parsed when a query first needs it ([[TypedStats]]). */
-    lazy val stats: TypedStats = new TypedStats(cols.length, cols.statsString, () => groups.order)
+    lazy val stats: TypedStats = new TypedStats(cols.length, cols, () => groups.order)
   }
 
   /** The run holding position `pos` (binary search over the runs' starts; a set has a few dozen runs at most). */

@@ -35,6 +35,26 @@ private[log] final class RemovedBits private (private var chunks: Array[Array[Lo
     i
   }
 
+  /** Some row in `from` until `until` has its bit set (a word at a time; a chunk never set is skipped whole). */
+  def anySet(from: Int, until: Int): Boolean = {
+    var i = from
+    while (i < until) {
+      val c = i >>> ChunkShift
+      if (c >= chunks.length) return false
+      val chunkEnd = math.min(until, (c + 1) << ChunkShift)
+      val words = chunks(c)
+      if (words == null) i = chunkEnd
+      else while (i < chunkEnd) {
+        val base = i & ~63
+        val wordEnd = math.min(chunkEnd, base + 64)
+        val mask = (-1L << (i - base)) & (if (wordEnd - base == 64) -1L else (1L << (wordEnd - base)) - 1)
+        if ((words((i & ChunkMask) >>> 6) & mask) != 0) return true
+        i = wordEnd
+      }
+    }
+    false
+  }
+
   /** The same bits, sharing every chunk: setting a bit in either copies that chunk first. */
   def fork(): RemovedBits = {
     java.util.Arrays.fill(owned, false) // this side copies too from now on: the chunks are shared

@@ -25,6 +25,10 @@ private[log] final class RowGroups(cols: FileColumns) {
     (starts, rows)
   }
 
+  /** The positions of code `code`'s rows in [[order]] (from, until): its rows are `order(from)` until `order(until)`. */
+  def range(code: Int): (Int, Int) =
+    if (code >= 0 && code + 1 < starts.length) (starts(code), starts(code + 1)) else (0, 0)
+
   /** Calls `f` with each row of partition code `code`, in row order. */
   def foreachRow(code: Int)(f: Int => Unit): Unit = if (code >= 0 && code + 1 < starts.length) {
     var i = starts(code)

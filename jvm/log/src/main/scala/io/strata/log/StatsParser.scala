@@ -12,7 +12,9 @@ import scala.util.control.NonFatal
  * The one parser of a file's statistics JSON (PROTOCOL.md, "Per-file Statistics"; a checkpoint's `stats_parsed`
  * reaches it as the JSON it stands for): `numRecords`, `tightBounds`, and for the columns asked for (nested paths
  * too) `minValues`, `maxValues` and `nullCount`. A streaming parse (no tree) that skips every field not asked for.
- * Values are converted as [[StatsColumn.Kind]] says, or left absent; malformed JSON leaves the whole file unknown.
+ * Values are converted as [[StatsColumn.Kind]] says, or left absent; malformed JSON leaves the whole file unknown:
+ * the parse reads to the end of the object even when no column is asked for (`numRecords` alone, for a count), so a
+ * corrupt statistics string never yields a number.
  */
 object StatsParser {
   /** One file's parsed statistics. */
@@ -45,13 +47,22 @@ object StatsParser {
     }
 
     /** The statistics `json` says for the columns; every value absent when it is null or malformed. */
-    def parse(json: String): Parsed = {
-      if (json == null) return new Parsed(columns.length)
+    def parse(json: String): Parsed =
+      if (json == null) new Parsed(columns.length) else parsed(ActionCodec.mapper.getFactory.createParser(json))
+
+    /**
+     * The same for JSON held as UTF-8 (`length` bytes of `utf8` from `offset`; null: no statistics), as the table
+     * state keeps it: no `String` is decoded, and values of fields not asked for are skipped without being built.
+     */
+    def parse(utf8: Array[Byte], offset: Int, length: Int): Parsed =
+      if (utf8 == null) new Parsed(columns.length)
+      else parsed(ActionCodec.mapper.getFactory.createParser(utf8, offset, length))
+
+    private def parsed(open: => JsonParser): Parsed =
       try {
-        val p = ActionCodec.mapper.getFactory.createParser(json)
+        val p = open
         try read(p) finally p.close()
       } catch { case NonFatal(_) => new Parsed(columns.length) }
-    }
 
     private def read(p: JsonParser): Parsed = {
       val out = new Parsed(columns.length)
@@ -94,6 +105,12 @@ object StatsParser {
   }
 
   def forColumns(columns: IndexedSeq[StatsColumn]): For = new For(columns)
+
+  /**
+   * `numRecords` alone (and `tightBounds`): every byte of the JSON is still read, so malformed statistics give no
+   * number (-1), as in a parse for columns. The table state reads it as each file enters ([[FileColumns]]).
+   */
+  val recordsOnly: For = forColumns(IndexedSeq.empty)
 
   private val Micros = 1000000L
 

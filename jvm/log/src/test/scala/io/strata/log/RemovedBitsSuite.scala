@@ -25,4 +25,20 @@ class RemovedBitsSuite extends AnyFunSuite {
     }
     assert((0 until 1000).map(i => a.nextClearBit(i)) == (0 until 1000).map(i => aRef.nextClearBit(i)))
   }
+
+  test("anySet says whether a range holds a set bit, across words and chunks, as a scan of each bit does") {
+    val bits = new RemovedBits()
+    val ref = new java.util.BitSet()
+    Seq(0, 63, 64, 127, 65535, 65536, 200001).foreach { i => bits.set(i); ref.set(i) }
+    val rnd = new Random(7)
+    val edges = Seq(0, 1, 62, 63, 64, 65, 126, 127, 128, 65534, 65535, 65536, 65537, 131072, 200000, 200001, 200002,
+      300000)
+    val ranges = (for (a <- edges; b <- edges if a <= b) yield (a, b)) ++
+      (0 until 300).map { _ => val a = rnd.nextInt(210000); (a, a + rnd.nextInt(70000)) }
+    ranges.foreach { case (from, until) =>
+      val expected = { val k = ref.nextSetBit(from); k >= 0 && k < until }
+      assert(bits.anySet(from, until) == expected, s"$from until $until")
+    }
+    assert(!new RemovedBits().anySet(0, 1000000))
+  }
 }

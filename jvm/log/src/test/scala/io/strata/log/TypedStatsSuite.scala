@@ -120,7 +120,10 @@ class TypedStatsSuite extends AnyFunSuite {
     val base = snapshotOf((0 until 30).map(i => corpus(i % 4)))
     val i = IndexedSeq(columns(0))
     def read(s: Snapshot, cols: IndexedSeq[StatsColumn]): Long =
-      s.statsByPartition.map { case (_, g) => val v = g.values(cols); (0 until g.length).map(v.numRecords).sum }.sum
+      s.statsByPartition.map { case (_, g) =>
+        val v = g.values(cols)
+        (0 until g.length).map { f => if (cols.nonEmpty) v.min(0, f); v.numRecords(f) }.sum
+      }.sum
     val total = read(base, i)
     assert(base.fileSet.statsColumnsBuilt == 1)
     assert(read(base, i) == total && read(base, IndexedSeq.empty) == total)
@@ -180,5 +183,96 @@ class TypedStatsSuite extends AnyFunSuite {
         }
       }
     }
+  }
+
+  /** Statistics a count must take no number from: broken JSON anywhere, also inside the sections a count skips. */
+  private val malformed: IndexedSeq[String] = IndexedSeq(
+    """{"numRecords":3""", """{"numRecords":3,"minValues":{"i":1},""", """{"numRecords":3 "tightBounds":true}""",
+    """{"numRecords":3,"maxValues":{"s":"a" x}}""", """{"numRecords":3,"numRecords":3}""",
+    """{"numRecords":3,"nullCount":{"i":1,"i":1}}""", """{"numRecords":3,"minValues":{"i":01}}""",
+    """{"numRecords":3,"minValues":{"s":"\q"}}""", """{"numRecords":3,"maxValues":{"st":{"x":1]}}""")
+  /** Statistics whose numRecords is no count (not a long), though the JSON is whole. */
+  private val noCount: IndexedSeq[String] = IndexedSeq("""{"numRecords":"3"}""", """{"numRecords":3.0}""",
+    """{"numRecords":99999999999999999999}""", """[3]""", "", """{"tightBounds":true}""")
+
+  test("numRecords alone is read as the full parse reads it, from bytes in place, and never from broken JSON") {
+    val count = StatsParser.forColumns(IndexedSeq.empty)
+    val full = StatsParser.forColumns(columns)
+    (corpus ++ malformed ++ noCount).foreach { json =>
+      val expected = full.parse(json)
+      // the bytes of the JSON inside a larger array, as the table state holds them
+      val inPlace = Option(json).map(j => "xx{".getBytes(UTF_8) ++ j.getBytes(UTF_8) ++ "}}".getBytes(UTF_8))
+      val (array, offset, length) = inPlace.fold[(Array[Byte], Int, Int)]((null, 0, 0))(a => (a, 3, a.length - 5))
+      assert(count.parse(json).numRecords(0) == expected.numRecords(0), String.valueOf(json))
+      assert(count.parse(array, offset, length).numRecords(0) == expected.numRecords(0), String.valueOf(json))
+      same(full.parse(array, offset, length), 0, expected, 0)
+    }
+    (malformed ++ noCount).foreach { json =>
+      assert(full.parse(json).numRecords(0) == -1 && count.parse(json).numRecords(0) == -1, String.valueOf(json))
+    }
+    // in a snapshot: numRecords was read as each file entered the state, a count parses nothing; its values are the
+    // full parse's, deletion vectors apart
+    def dv(n: Long) = DeletionVectorDescriptor("u", s"ab${"%018d".format(n)}", Some(1), 40, n)
+    val stats = (0 until TypedStats.ChunkRows + 700).map(i => (corpus ++ malformed ++ noCount)(i % 23))
+    val adds = stats.zipWithIndex.map { case (j, i) =>
+      AddFile(s"p=${i % 3}/f-$i.parquet", Map("p" -> Some((i % 3).toString)), 10L, 0L, dataChange = true, Option(j),
+        deletionVector = if (i % 5 == 0) Some(dv(i % 3)) else if (i % 7 == 0) Some(DeletionVectorDescriptor.Empty)
+        else None)
+    }
+    val s = Snapshot.of(table, 0L, LogSegment(0L, None, Nil, Nil, 0L), Protocol(1, 2),
+      Metadata(id = "t", schemaString = "{}", partitionColumns = Seq("p")), adds)
+    FileStatistics.prepare(s.statsByPartition.map(_._2), IndexedSeq.empty)
+    assert(s.fileSet.statsRowsParsed == 0 && s.fileSet.statsColumnsBuilt == 0)
+    val expected = adds.map(a => full.parse(a.stats.orNull).numRecords(0))
+    assert(expected.count(_ >= 0) > 1000 && expected.count(_ < 0) > 1000) // counted and uncounted files both
+    s.filesByPartition.zip(s.statsByPartition).foreach { case ((pv, files), (pv2, g)) =>
+      assert(pv == pv2 && files.length == g.length)
+      val counted = g.values(IndexedSeq.empty)
+      files.indices.foreach { i =>
+        assert(g.statsJson(i) == files(i).stats.orNull)
+        assert(counted.numRecords(i) == full.parse(files(i).stats.orNull).numRecords(0))
+        assert(g.deletedRows(i) == files(i).deletionVector.fold(0L)(_.cardinality))
+      }
+    }
+    // a later query's columns parse each file once; numRecords stays the state's
+    FileStatistics.prepare(s.statsByPartition.map(_._2), columns)
+    assert(s.fileSet.statsRowsParsed == adds.size)
+    s.statsByPartition.foreach { case (_, g) =>
+      val v = g.values(columns)
+      (0 until g.length).foreach(i => same(v, i, full.parse(g.statsJson(i)), 0))
+    }
+  }
+
+  test("after removes and new commits each partition's statistics line up with its files; chunks named by range") {
+    val n = 3 * TypedStats.ChunkRows + 100
+    val base = snapshotOf((0 until n).map(i => s"""{"numRecords":${i + 1},"minValues":{"i":$i}}"""))
+    // partition 1 alone: the chunks over its range of positions, no others
+    FileStatistics.prepare(base.statsByPartition.filter(_._1 == Map("p" -> Some("1"))).map(_._2), columns.take(1))
+    val per = (0 until 3).map(p => (0 until n).count(_ % 3 == p))
+    val start = per(0)
+    val touched = (start + per(1) - 1) / TypedStats.ChunkRows - start / TypedStats.ChunkRows + 1
+    assert(base.fileSet.statsRowsParsed == touched * TypedStats.ChunkRows)
+    val replay = Snapshot.Replay.from(base)
+    (0 until n by 97).foreach(i => replay(RemoveFile(s"p=${i % 3}/f-$i.parquet", Some(1L), dataChange = true)))
+    (0 until 30).foreach { i =>
+      replay(AddFile(s"p=${i % 3}/new-$i.parquet", Map("p" -> Some((i % 3).toString)), 1L, 0L, dataChange = true,
+        Some(s"""{"numRecords":$i}"""), deletionVector = if (i % 2 == 0) Some(DeletionVectorDescriptor.Empty) else None))
+    }
+    val next = replay.result(1L, LogSegment(1L, None, Nil, Nil, 0L))
+    assert(next.fileSet.removedRows > 0 && next.fileSet.tailLength > 0) // a run with removed rows, and a new run
+    val parser = StatsParser.forColumns(columns)
+    var files = 0
+    next.filesByPartition.zip(next.statsByPartition).foreach { case ((pv, fs), (pv2, g)) =>
+      assert(pv == pv2 && fs.length == g.length)
+      val v = g.values(columns)
+      fs.indices.foreach { i =>
+        assert(g.statsJson(i) == fs(i).stats.get && g.deletedRows(i) == 0L)
+        same(v, i, parser.parse(fs(i).stats.get), 0)
+      }
+      val sub = g.subset(IndexedSeq(fs.length - 1, 0, fs.length / 2))
+      Seq(fs.length - 1, 0, fs.length / 2).zipWithIndex.foreach { case (i, k) => assert(sub.statsJson(k) == fs(i).stats.get) }
+      files += fs.length
+    }
+    assert(files == next.numFiles && files == n - (0 until n by 97).size + 30)
   }
 }

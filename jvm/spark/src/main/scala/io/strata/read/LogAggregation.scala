@@ -98,6 +98,9 @@ object LogAggregation {
     var files = 0L
     val partitions = index.prunedPartitions(partitionFilters)
     FileStatistics.prepare(partitions.map(_.stats), parser.statsColumns)
+    // Per file: its live rows, and the data columns' facts (only when some aggregate reads one). count(*) and the
+    // aggregates of partition columns depend on the partition's live rows only: added up, then applied once.
+    val dataAggregates = aggregates.indices.filter(a => aggregates(a).column.exists(partOrdinal(_) < 0)).toArray
     val it = partitions.iterator
     while (it.hasNext) {
       val p = it.next()
@@ -105,34 +108,47 @@ object LogAggregation {
       val g = groups.getOrElseUpdate(key, new Group(aggregates.length))
       val stats = p.stats
       val values = stats.values(parser.statsColumns)
+      var partitionRows = 0L
       var i = 0
       while (i < stats.length) {
-        val facts = parser.facts(values, i).getOrElse(return None)
+        val records = values.numRecords(i)
+        if (records < 0) return None
         val deleted = stats.deletedRows(i)
-        val live = facts.numRecords - deleted
+        val live = records - deleted
         if (live < 0) return None
-        files += 1
-        if (live > 0) {
-          g.rows += live
-          var a = 0
-          while (a < aggregates.length) {
-            val update: Any = aggregates(a) match {
-              case LogAggregate.CountRows => live
-              case agg => val c = agg.column.get
-                val po = partOrdinal(c)
-                if (po >= 0) {
-                  val v = p.values.get(po, partSchema(po).dataType)
-                  agg match {
-                    case _: LogAggregate.Count => if (v == null) 0L else live
-                    case _ => v
-                  }
-                } else dataFact(agg, dataOrdinal(c), facts, deleted, live).getOrElse(return None)
-            }
+        partitionRows += live
+        if (live > 0 && dataAggregates.nonEmpty) {
+          val facts = parser.facts(values, i).getOrElse(return None)
+          var d = 0
+          while (d < dataAggregates.length) {
+            val a = dataAggregates(d)
+            val update = dataFact(aggregates(a), dataOrdinal(aggregates(a).column.get), facts, deleted, live)
+              .getOrElse(return None)
             g.values(a) = merge(aggregates(a), orderings(a), g.values(a), update)
-            a += 1
+            d += 1
           }
         }
         i += 1
+      }
+      files += stats.length
+      if (partitionRows > 0) {
+        g.rows += partitionRows
+        var a = 0
+        while (a < aggregates.length) {
+          val update: Any = aggregates(a) match {
+            case LogAggregate.CountRows => partitionRows
+            case agg if partOrdinal(agg.column.get) >= 0 =>
+              val po = partOrdinal(agg.column.get)
+              val v = p.values.get(po, partSchema(po).dataType)
+              agg match {
+                case _: LogAggregate.Count => if (v == null) 0L else partitionRows
+                case _ => v
+              }
+            case _ => null // a data column's: per file, above
+          }
+          if (update != null) g.values(a) = merge(aggregates(a), orderings(a), g.values(a), update)
+          a += 1
+        }
       }
     }
     val kept = groups.iterator.filter { case (_, g) => g.rows > 0 || groupOrdinals.isEmpty }

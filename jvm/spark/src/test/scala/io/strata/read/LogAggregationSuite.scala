@@ -68,4 +68,15 @@ class LogAggregationSuite extends AnyFunSuite with SparkTestSession {
     val huge = """{"numRecords":1,"minValues":{"id":99999999999999999999},"maxValues":{"id":1},"nullCount":{"id":0}}"""
     assert(answer(Seq(huge -> 0L), min).isEmpty) // beyond a long
   }
+
+  test("count(*) takes numRecords only from whole statistics: broken JSON anywhere in them sends it to the data") {
+    val ok = """{"numRecords":5,"minValues":{"id":1},"maxValues":{"id":9},"nullCount":{"id":0}}"""
+    assert(answer(Seq(ok -> 0L, ok -> 2L), LogAggregate.CountRows, LogAggregate.Count("p")) == Some(Seq(8L, 8L)))
+    Seq("""{"numRecords":5,"minValues":{"id":1},"maxValues":{"id":9""", """{"numRecords":5,"nullCount":{"id":0,"id":0}}""",
+      """{"numRecords":5,"minValues":{"v":"a" "b"}}""", """{"numRecords":5,"maxValues":{"id":01}}""").foreach { broken =>
+      assert(answer(Seq(ok -> 0L, broken -> 0L), LogAggregate.CountRows).isEmpty, broken)
+      assert(answer(Seq(broken -> 0L, ok -> 0L), LogAggregate.Count("p"), LogAggregate.Max("p")).isEmpty, broken)
+    }
+    assert(answer(Seq(ok -> 6L), LogAggregate.CountRows).isEmpty) // a vector deleting more rows than the file holds
+  }
 }
