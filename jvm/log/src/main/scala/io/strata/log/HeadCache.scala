@@ -24,6 +24,9 @@ private[log] object HeadCache {
         e.commitModificationTime, commits, checkpointVersions)
     }.map(_.head)
 
+  /** The table's cached head, whatever the log holds now (see [[TableLog.heldHead]]). */
+  def get(table: String): Option[SnapshotHead] = entries.synchronized(Option(entries.get(table))).map(_.head)
+
   /** Remembers `head` as the table's latest, built up to the commit file `commit`. */
   def put(table: String, head: SnapshotHead, commit: Option[FileStatus]): Unit = commit.foreach { st =>
     entries.synchronized {

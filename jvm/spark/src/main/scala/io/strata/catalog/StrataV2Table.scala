@@ -51,8 +51,11 @@ final class StrataV2Table(val tableName: String, base: Either[SnapshotHead, Snap
   override def schema(): StructType = io.strata.table.PhysicalSchema.strip(table.schema) // users see no mapping keys
   override def partitioning(): Array[Transform] =
     (table.partitionColumns.map(c => Expressions.identity(c): Transform) ++ clustering).toArray
-  /** A clustered table shows its columns as delta-spark's does (DESCRIBE's "# Clustering Information"). */
-  private def clustering: Option[Transform] = io.strata.log.Clustering.columns(snapshot.domains).flatMap(cols =>
+  /**
+   * A clustered table shows its columns as delta-spark's does (DESCRIBE's "# Clustering Information"). From the head:
+   * Spark asks for the partitioning while it analyzes an INSERT, which must not build the file state.
+   */
+  private def clustering: Option[Transform] = io.strata.log.Clustering.columns(head.domains).flatMap(cols =>
     scala.util.Try(io.strata.table.ClusteringColumns.logical(table.schema, cols, tableName)).toOption
       .flatMap(ClusteringChanges.transform))
   override def properties(): util.Map[String, String] =
@@ -119,7 +122,7 @@ final class StrataV2Table(val tableName: String, base: Either[SnapshotHead, Snap
 
   /** Changing rows of a version read by time travel would silently drop every later commit. */
   private def requireCurrent(command: String): Unit = if (timeTravel) throw InvalidTableOperationException(
-    "STRATA_TIME_TRAVEL_CHANGE", Map("command" -> command, "table" -> tableName, "version" -> snapshot.version))
+    "STRATA_TIME_TRAVEL_CHANGE", Map("command" -> command, "table" -> tableName, "version" -> head.version))
   override def version(): String = head.version.toString
 
   override def newScanBuilder(options: CaseInsensitiveStringMap): StrataScanBuilder = {
