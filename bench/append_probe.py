@@ -4,7 +4,7 @@
                                            [--profile DIR] [--conf k=v ...]
 
 On a hard-linked copy of the cached scale table (bench/cache/scale/<F>/table, `make bench-scale FILES=F` makes it):
-loads the table as the benchmark's first operation does (`where p = -1` count), appends one row to it (the
+runs the benchmark's reads (`where p = -1` count, inputFiles() of p = 5, the point query, count(*)), appends one row to it (the
 application's first write), one to an empty table of the same schema and one with plain `df.write.parquet` (Spark's
 own floor for a one-row write job); then `--appends` rounds of the three, interleaved so that the load of a shared
 machine weighs on them alike. Prints each time, and the median and minimum of the rounds (the like-for-like figures). `--profile DIR`: async-profiler (its Maven Central jar, unpacked; set
@@ -28,7 +28,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 sys.path.insert(0, str(Path(__file__).parent))
-from scale_log import DDL, ROWS_PER_FILE  # noqa: E402
+from scale_log import DDL, POINT_PARTITION, ROWS_PER_FILE, point_id  # noqa: E402
 from systems import jvm, session  # noqa: E402
 
 CACHE = Path(__file__).parent / "cache"
@@ -133,7 +133,14 @@ def run(spark: SparkSession, fmt: str, work: Path, files: int, appends: int, pro
         out = work / f"plain-{n[0]}"
         return lambda: df.write.partitionBy("p").parquet(str(out))
 
-    timed("load + count p = -1", lambda: spark.read.format(fmt).load(str(table)).where("p = -1").count())
+    def read() -> Any:
+        return spark.read.format(fmt).load(str(table))
+
+    timed("load + count p = -1", lambda: read().where("p = -1").count())
+    # What bench/scale.py runs before its appends (the heap then holds what those reads built).
+    timed("inputFiles p = 5", lambda: read().where(f"p = {POINT_PARTITION}")._jdf.inputFiles())
+    timed("point query", lambda: read().where(f"p = {POINT_PARTITION} AND id = {point_id()}").count())
+    timed("count(*)", lambda: read().count())
     timed("1st append (F files)", append(table))
     spark.sql(f"CREATE TABLE {fmt}.`{empty}` ({DDL}) USING {fmt} PARTITIONED BY (p)")
     timed("1st append (empty)", append(empty))
