@@ -136,9 +136,10 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
 
   /**
    * How big the latest version's file state is, from one listing and `_last_checkpoint` only (nothing replayed), or
-   * None when there is no table: exact when this JVM holds that snapshot; else the size of a head this JVM holds from
-   * the newest checkpoint (its count plus the adds of the commits up to it, the bytes of the commits since added), so
-   * that appends over heads do not read `_last_checkpoint` again; else `_last_checkpoint`'s `numOfAddFiles` when it
+   * None when there is no table: exact when this JVM holds that snapshot; else the size of an older snapshot or head
+   * this JVM holds from the newest checkpoint (its count, the bytes of the commits since added: as informed as
+   * `_last_checkpoint`, which ignores the commits after the checkpoint too), so that appends racing other writers or
+   * made over heads do not read `_last_checkpoint` again; else `_last_checkpoint`'s `numOfAddFiles` when it
    * describes the newest complete checkpoint (the commits after it are not counted), and the bytes of that
    * checkpoint's parts and the commits after it.
    */
@@ -146,11 +147,14 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
 
   private def sizeFrom(listing: LogListing): Option[StateSize] = {
     if (listing.isEmpty) return None
+    def since(version: Long) = listing.commits.collect { case (v, st) if v > version => st.getLen }.sum
     currentSnapshot(listing).map(s => StateSize(Some(s.numFiles.toLong), 0L)).orElse {
-      HeadCache.current(tablePath.toString, listing.commits, listing.checkpoints.keys).map { h =>
-        val since = listing.commits.collect { case (v, st) if v > h.version => st.getLen }.sum
-        h.size.copy(logBytes = h.size.logBytes + since)
-      }
+      SnapshotCache.get(tablePath.toString)
+        .filter(SnapshotCache.isCurrent(_, listing.commits, listing.checkpoints.keys))
+        .map(e => StateSize(Some(e.snapshot.numFiles.toLong), since(e.snapshot.version)))
+    }.orElse {
+      HeadCache.current(tablePath.toString, listing.commits, listing.checkpoints.keys)
+        .map(h => h.size.copy(logBytes = h.size.logBytes + since(h.version)))
     }.orElse {
       val cp = listing.checkpoints.keys.maxOption
       val commits = listing.commits.filter { case (v, _) => cp.forall(v > _) }

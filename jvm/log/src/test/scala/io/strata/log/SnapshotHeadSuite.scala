@@ -107,6 +107,15 @@ class SnapshotHeadSuite extends AnyFunSuite with LogTestSupport {
     assert(log.heldSnapshot(5).isEmpty)
   }
 
+  test("a snapshot held a few commits behind sizes the table without _last_checkpoint") {
+    val (dir, log) = table()
+    assert(log.snapshot().numFiles == 6)
+    writeCommit(dir, 5, Seq(add("p=c/h1.parquet", Map("p" -> Some("c"))))) // another writer's commit
+    java.nio.file.Files.delete(dir.resolve("_delta_log").resolve("_last_checkpoint"))
+    assert(log.stateSize().get.files.contains(6L), log.stateSize()) // the held version 4's count
+    assert(log.latest(_ => false).exists(_.exists(s => s.version == 5 && s.numFiles == 7)))
+  }
+
   test("no table: headOption, stateSize and latest are None") {
     val log = TableLog.forPath(hpath(tempDir("head-none")), newConf())
     assert(log.headOption().isEmpty && log.stateSize().isEmpty && log.latest(_ => true).isEmpty)
