@@ -74,8 +74,10 @@ class StrataDataSource extends DataSourceRegister with CreatableRelationProvider
     existing match {
       // Without the file state: a relation whose files come from a distributed job, if Spark ever asks.
       case Some(Left(head)) => SnapshotReader.writtenRelation(sqlContext.sparkSession, log, head, result.map(_.version))
-      // The cache has the snapshot (no replay); Spark does not scan what a save returns (nothing is built for it).
-      case _ => SnapshotReader.writtenRelation(sqlContext.sparkSession, log.snapshot())
+      // The version this write committed is held (no listing, no replay); Spark does not scan what a save returns
+      // (nothing is built for it).
+      case _ => SnapshotReader.writtenRelation(sqlContext.sparkSession,
+        result.flatMap(r => log.heldSnapshot(r.version)).getOrElse(log.snapshot()))
     }
   }
 

@@ -26,6 +26,9 @@ private[log] class LatestStateCache[T](versionOf: T => Long, checkpointOf: T => 
         !checkpointVersions.exists(cp => cp > checkpointOf(e.state).getOrElse(-1L) && cp <= commits.keys.max)
     }.map(_.state)
 
+  /** The table's cached state, whatever the log holds now (for [[TableLog.heldSnapshot]] / [[TableLog.heldHead]]). */
+  def get(table: String): Option[T] = entries.synchronized(Option(entries.get(table))).map(_.state)
+
   /** Remembers `state` as the table's latest (unless a newer one is held), built up to the commit file `commit`. */
   def put(table: String, state: T, commit: Option[FileStatus]): Unit = commit.foreach { st =>
     entries.synchronized {

@@ -84,6 +84,18 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     Some(snapshot)
   }
 
+  /**
+   * The snapshot of `version` this JVM holds, without a listing (None when it holds another version): a commit of
+   * this JVM that directly followed the version it read leaves the table after it there ([[Transaction]]). For the
+   * writer that just made `version`, to describe what it wrote: a version's content never changes, so nothing in
+   * the log needs checking for that, unlike for the latest version ([[snapshotOption]] lists the log).
+   */
+  def heldSnapshot(version: Long): Option[Snapshot] =
+    SnapshotCache.get(tablePath.toString).filter(_.version == version)
+
+  /** As [[heldSnapshot]], for the head a commit over a head leaves ([[HeadCache]]). */
+  def heldHead(version: Long): Option[SnapshotHead] = HeadCache.get(tablePath.toString).filter(_.version == version)
+
   /** The latest snapshot; [[TableNotFoundException]] when there is no table. */
   def snapshot(): Snapshot = snapshotOption().getOrElse(throw TableNotFoundException(tablePath.toString))
 
@@ -123,15 +135,25 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
 
   /**
    * How big the latest version's file state is, from one listing and `_last_checkpoint` only (nothing replayed), or
-   * None when there is no table: exact when this JVM holds that snapshot; else `_last_checkpoint`'s `numOfAddFiles`
-   * when it describes the newest complete checkpoint (the commits after it are not counted), and the bytes of that
+   * None when there is no table: exact when this JVM holds that snapshot; else the size of an older snapshot or head
+   * this JVM holds from the newest checkpoint (its count, the bytes of the commits since added: as informed as
+   * `_last_checkpoint`, which ignores the commits after the checkpoint too), so that appends racing other writers or
+   * made over heads do not read `_last_checkpoint` again; else `_last_checkpoint`'s `numOfAddFiles` when it
+   * describes the newest complete checkpoint (the commits after it are not counted), and the bytes of that
    * checkpoint's parts and the commits after it.
    */
   def stateSize(): Option[StateSize] = sizeFrom(listLog())
 
   private def sizeFrom(listing: LogListing): Option[StateSize] = {
     if (listing.isEmpty) return None
+    def since(version: Long) = listing.commits.collect { case (v, st) if v > version => st.getLen }.sum
     currentSnapshot(listing).map(s => StateSize(Some(s.numFiles.toLong), 0L)).orElse {
+      SnapshotCache.current(tablePath.toString, listing.commits, listing.checkpoints.keys)
+        .map(s => StateSize(Some(s.numFiles.toLong), since(s.version)))
+    }.orElse {
+      HeadCache.current(tablePath.toString, listing.commits, listing.checkpoints.keys)
+        .map(h => h.size.copy(logBytes = h.size.logBytes + since(h.version)))
+    }.orElse {
       val cp = listing.checkpoints.keys.maxOption
       val commits = listing.commits.filter { case (v, _) => cp.forall(v > _) }
       val bytes = cp.fold(0L)(listing.checkpoints(_).map(_.getLen).sum) + commits.values.map(_.getLen).sum

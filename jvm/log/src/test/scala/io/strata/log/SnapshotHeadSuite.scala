@@ -86,6 +86,36 @@ class SnapshotHeadSuite extends AnyFunSuite with LogTestSupport {
     assert(snap.exists(_.exists(_.numFiles == 6)), snap)
   }
 
+  test("a commit leaves the version after it held; a held head sizes the table without _last_checkpoint") {
+    val (dir, log) = table()
+    SnapshotCache.invalidate(log.tablePath.toString)
+    val head = log.headOption().get
+    assert(log.heldHead(4).contains(head) && log.heldHead(3).isEmpty)
+    val onHead = log.startTransaction(head).commit(Seq(add("p=b/g3.parquet", Map("p" -> Some("b")))),
+      Operation("WRITE"))
+    // The head after the commit: the checkpoint's 5 files plus the 3 commits' adds since (an upper bound).
+    assert(onHead.version == 5 && log.heldHead(5).exists(_.size.files.contains(8L)), log.heldHead(5))
+    // The next append's size comes from that head: `_last_checkpoint` is not read again (here: gone).
+    java.nio.file.Files.delete(dir.resolve("_delta_log").resolve("_last_checkpoint"))
+    assert(log.stateSize().get.files.contains(8L), log.stateSize())
+    assert(log.latest(_ => true).exists(_.left.exists(_.version == 5)))
+    // A commit over a snapshot leaves the snapshot after it held, for that version only.
+    val snap = log.snapshot()
+    val onSnap = log.startTransaction(Some(snap)).commit(Seq(add("p=c/h1.parquet", Map("p" -> Some("c")))),
+      Operation("WRITE"))
+    assert(log.heldSnapshot(onSnap.version).exists(s => s.version == 6 && s.numFiles == snap.numFiles + 1))
+    assert(log.heldSnapshot(5).isEmpty)
+  }
+
+  test("a snapshot held a few commits behind sizes the table without _last_checkpoint") {
+    val (dir, log) = table()
+    assert(log.snapshot().numFiles == 6)
+    writeCommit(dir, 5, Seq(add("p=c/h1.parquet", Map("p" -> Some("c"))))) // another writer's commit
+    java.nio.file.Files.delete(dir.resolve("_delta_log").resolve("_last_checkpoint"))
+    assert(log.stateSize().get.files.contains(6L), log.stateSize()) // the held version 4's count
+    assert(log.latest(_ => false).exists(_.exists(s => s.version == 5 && s.numFiles == 7)))
+  }
+
   test("no table: headOption, stateSize and latest are None") {
     val log = TableLog.forPath(hpath(tempDir("head-none")), newConf())
     assert(log.headOption().isEmpty && log.stateSize().isEmpty && log.latest(_ => true).isEmpty)

@@ -54,7 +54,10 @@ final class StrataV2Table(val tableName: String, base: Either[SnapshotHead, Snap
   override def schema(): StructType = io.strata.table.PhysicalSchema.strip(table.schema) // users see no mapping keys
   override def partitioning(): Array[Transform] =
     (table.partitionColumns.map(c => Expressions.identity(c): Transform) ++ clustering).toArray
-  /** A clustered table shows its columns as delta-spark's does (DESCRIBE's "# Clustering Information"). */
+  /**
+   * A clustered table shows its columns as delta-spark's does (DESCRIBE's "# Clustering Information"). From the head:
+   * Spark asks for the partitioning while it analyzes an INSERT, which must not build the file state.
+   */
   private def clustering: Option[Transform] = io.strata.log.Clustering.columns(head.domains).flatMap(cols =>
     scala.util.Try(io.strata.table.ClusteringColumns.logical(table.schema, cols, tableName)).toOption
       .flatMap(ClusteringChanges.transform))

@@ -93,8 +93,9 @@ object SnapshotReader {
    */
   def writtenRelation(spark: SparkSession, log: TableLog, head: SnapshotHead, committed: Option[Long]): BaseRelation = {
     val version = committed.getOrElse(head.version)
-    val metadata = committed.flatMap(v => log.readCommit(v).collectFirst { case m: Metadata => m })
-      .getOrElse(head.metadata)
+    // The head after the commit is held when the commit directly followed `head`; else its commit file says.
+    val metadata = committed.flatMap(v => log.heldHead(v).map(h => Some(h.metadata))
+      .getOrElse(log.readCommit(v).collectFirst { case m: Metadata => m })).getOrElse(head.metadata)
     val table = TableSchema.of(metadata)
     val deletionVectors = head.protocol.readerFeatures.exists(_.contains("deletionVectors"))
     val index = new DeferredFileIndex(head.tablePath, version, table.partitionSchema, () => {

@@ -97,6 +97,17 @@ class DistributedAppendSuite extends AnyFunSuite with SparkTestSession {
     assert(e.condition == "STRATA_NO_FILE_STATE")
   }
 
+  test("INSERT INTO a table this JVM never loaded, above the threshold: its analysis builds no file state") {
+    val source = tempDir().resolve("t")
+    Seq(1L -> "a").toDF("id", "p").write.format("strata").partitionBy("p").save(source.toString)
+    val copy = tempDir().resolve("copy")
+    LogTestSupport.copyRecursively(source, copy)
+    val built = Snapshot.fileStatesBuilt
+    aboveThreshold(spark.sql(s"INSERT INTO strata.`$copy` VALUES (20, 'a')"))
+    assert(Snapshot.fileStatesBuilt == built, "the INSERT built a file state on the driver")
+    assert(table(copy.toString).map(_.getLong(0)).contains(20L))
+  }
+
   test("a rival commit between the head read and the commit: appends both kept, a metadata change conflicts") {
     val path = tableWithCheckpoint()
     aboveThreshold(withRivalBeforeCommit(append(path, 20L -> "a"))(append(path, 21L -> "b")))
