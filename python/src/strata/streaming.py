@@ -21,6 +21,7 @@ def stream_options(
     skip_change_commits: bool = False,
     allow_source_column_rename: bool = False,
     allow_source_column_drop: bool = False,
+    allow_source_column_type_change: bool = False,
 ) -> dict[str, str]:
     """The ``readStream`` options of Strata's streaming source for these arguments (see :meth:`Table.stream`)."""
     from strata.table import _timestamp_option
@@ -52,7 +53,9 @@ def stream_options(
     if skip_change_commits:
         options["skipChangeCommits"] = "true"
     for arg, value, option in (("allow_source_column_rename", allow_source_column_rename, "allowSourceColumnRename"),
-                               ("allow_source_column_drop", allow_source_column_drop, "allowSourceColumnDrop")):
+                               ("allow_source_column_drop", allow_source_column_drop, "allowSourceColumnDrop"),
+                               ("allow_source_column_type_change", allow_source_column_type_change,
+                                "allowSourceColumnTypeChange")):
         if not isinstance(value, bool):
             raise InvalidOptionError(f"{arg} must be True or False; got {value!r}")
         if value:

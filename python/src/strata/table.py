@@ -216,7 +216,7 @@ class Table:
                starting_timestamp: _dt.datetime | _dt.date | str | None = None,
                max_files_per_trigger: int | None = None, max_bytes_per_trigger: int | str | None = None,
                skip_change_commits: bool = False, allow_source_column_rename: bool = False,
-               allow_source_column_drop: bool = False) -> DataFrame:
+               allow_source_column_drop: bool = False, allow_source_column_type_change: bool = False) -> DataFrame:
         """The rows commits append to the table, as a streaming DataFrame (``readStream``), in commit order.
 
         Without a start, the stream first reads the table's current rows, then every later commit;
@@ -226,7 +226,10 @@ class Table:
         (DELETE, UPDATE, MERGE, overwrite) stops the stream unless ``skip_change_commits``, which skips such commits
         whole; OPTIMIZE commits stream nothing. On a column-mapped table a RENAME / DROP COLUMN stops the stream; a
         restart reads on under the new schema only with ``allow_source_column_rename`` / ``allow_source_column_drop``
-        (delta-spark's ``allowSourceColumnRename`` / ``allowSourceColumnDrop``). Bad arguments raise :class:`strata.InvalidOptionError` here; a
+        (delta-spark's ``allowSourceColumnRename`` / ``allowSourceColumnDrop``). On any table a type widening
+        (``ALTER COLUMN ... TYPE``, schema evolution) stops it the same way until ``allow_source_column_type_change``
+        (``allowSourceColumnTypeChange``); files written before it are then read widened. Bad arguments raise
+        :class:`strata.InvalidOptionError` here; a
         ``starting_timestamp`` after the latest commit is refused when the query starts (a ``StreamingQueryException``,
         :class:`strata.InvalidOptionError` under :func:`strata.errors.translate`).
 
@@ -238,7 +241,7 @@ class Table:
 
         options = stream_options(starting_version, starting_timestamp, max_files_per_trigger,
                                  max_bytes_per_trigger, skip_change_commits, allow_source_column_rename,
-                                 allow_source_column_drop)
+                                 allow_source_column_drop, allow_source_column_type_change)
         reader = self._spark.readStream.options(**options)
         with translate():
             if self._name is not None:

@@ -7,7 +7,8 @@ import io.strata.log.InvalidTableOperationException
  * or "latest") or `startingTimestamp`; neither reads the table's current rows first, then every later commit.
  * How much one micro-batch takes: `maxFilesPerTrigger` (default 1,000, as delta-spark) and `maxBytesPerTrigger`.
  * `allowSourceColumnRename` / `allowSourceColumnDrop` (delta-spark's reader options; `allowSourceColumnRenameAndDrop`
- * both): a query restarted after a RENAME / DROP COLUMN on a column-mapped table reads on under the new schema.
+ * both): a query restarted after a RENAME / DROP COLUMN on a column-mapped table reads on under the new schema;
+ * `allowSourceColumnTypeChange` the same after a type widening (`ALTER COLUMN ... TYPE`, schema evolution).
  */
 final case class StreamReadOptions(
     startingVersion: Option[StartingVersion] = None,
@@ -16,7 +17,8 @@ final case class StreamReadOptions(
     maxBytesPerTrigger: Option[Long] = None,
     skipChangeCommits: Boolean = false,
     allowColumnRename: Boolean = false,
-    allowColumnDrop: Boolean = false) {
+    allowColumnDrop: Boolean = false,
+    allowColumnTypeChange: Boolean = false) {
   /** Whether a restarted query may read on across this change (it then reads under the table's new schema). */
   def allows(c: io.strata.log.NonAdditiveChange): Boolean = if (c.isRename) allowColumnRename else allowColumnDrop
 }
@@ -37,10 +39,12 @@ object StreamReadOptions {
   val AllowColumnRename = "allowSourceColumnRename"
   val AllowColumnDrop = "allowSourceColumnDrop"
   val AllowColumnRenameAndDrop = "allowSourceColumnRenameAndDrop"
+  val AllowColumnTypeChange = "allowSourceColumnTypeChange"
   val DefaultMaxFiles = 1000
 
   private val keys = Seq(StrataOptions.Path, StartingVersionKey, StartingTimestampKey, MaxFilesPerTrigger,
-    MaxBytesPerTrigger, SkipChangeCommits, AllowColumnRename, AllowColumnDrop, AllowColumnRenameAndDrop)
+    MaxBytesPerTrigger, SkipChangeCommits, AllowColumnRename, AllowColumnDrop, AllowColumnRenameAndDrop,
+    AllowColumnTypeChange)
   /** delta-spark's options for streams over changed tables: named so the error says what Strata offers instead. */
   private val deltaChangeOptions = Seq("ignoreDeletes", "ignoreChanges", "ignoreFileDeletion")
 
@@ -49,7 +53,8 @@ object StreamReadOptions {
     options.keys.find(k => Seq("schemaTrackingLocation", "schemaLocation").exists(_.equalsIgnoreCase(k))).foreach { k =>
       throw InvalidTableOperationException("STRATA_UNSUPPORTED_OPTION",
         s"Option '$k' is not supported by Strata's streaming source: it keeps no schema log. A RENAME or DROP " +
-        s"COLUMN stops the stream; restart it with $AllowColumnRename=true or $AllowColumnDrop=true to read on under " +
+        s"COLUMN or a type widening stops the stream; restart it with $AllowColumnRename=true, $AllowColumnDrop=true " +
+        s"or $AllowColumnTypeChange=true to read on under " +
         "the table's new schema.")
     }
     options.keys.find(k => deltaChangeOptions.exists(_.equalsIgnoreCase(k))).foreach { k =>
@@ -82,6 +87,6 @@ object StreamReadOptions {
     }
     val both = allow(AllowColumnRenameAndDrop)
     StreamReadOptions(version, timestamp, maxFiles, maxBytes, StrataOptions.boolean(o, SkipChangeCommits),
-      both || allow(AllowColumnRename), both || allow(AllowColumnDrop))
+      both || allow(AllowColumnRename), both || allow(AllowColumnDrop), allow(AllowColumnTypeChange))
   }
 }

@@ -2,58 +2,86 @@ package io.strata.read.streaming
 
 import io.strata.config.StreamReadOptions
 import io.strata.log.{ColumnMapping, Metadata, NonAdditiveChange, NonAdditiveChanges, StreamSourceChangeException}
-import io.strata.table.{PhysicalSchema, TableSchema}
+import io.strata.table.{PhysicalSchema, TableSchema, TypeWideningChanges}
+import org.apache.spark.sql.types.DataType
+
+/** The changes from one schema of a table to another that a stream cannot read across unasked. */
+final case class SchemaChanges(nonAdditive: Seq[NonAdditiveChange], widenings: Seq[TypeWidening]) {
+  def isEmpty: Boolean = nonAdditive.isEmpty && widenings.isEmpty
+  def nonEmpty: Boolean = !isEmpty
+  def describe: String = (nonAdditive.map(_.describe) ++ widenings.map(_.describe)).mkString(", ")
+}
 
 /**
- * The streaming source on a column-mapped table across RENAME / DROP COLUMN (as delta-spark's source, without its
- * schema log). `read`: the metadata the query reads under (the table's at `readVersion`, when this run started).
+ * The streaming source across RENAME / DROP COLUMN on a column-mapped table and across a type widening on any table
+ * (as delta-spark's source, without its schema log). `read`: the metadata the query reads under (the table's at
+ * `readVersion`, when this run started).
  *
- * A running query stops at the commit that renames or drops a column it reads, its rows before that commit
+ * A running query stops at the commit that renames, drops or widens a column it reads, its rows before that commit
  * delivered: its schema cannot change while it runs. A restarted query reads under the table's new schema; it
  * checks what changed between the schema its last delivered rows were read under and the new one, and reads on
- * only when options allowSourceColumnRename / allowSourceColumnDrop accept those changes.
+ * only when options allowSourceColumnRename / allowSourceColumnDrop / allowSourceColumnTypeChange accept those
+ * changes (older files are then read widened, as a batch read reads them).
  */
 final class ColumnChangeGuard(tableName: String, read: Metadata, readVersion: Long, options: StreamReadOptions) {
   val mapped: Boolean = ColumnMapping.enabled(read)
+  /** Whether a restart can meet a change to refuse: the read schema is mapped or records a widening. */
+  val guardsRestarts: Boolean = mapped || TypeWideningChanges.hasTypeChanges(TableSchema.of(read).schema)
   private val readTop = topLevel(read)
   /** Top-level physical name -> the column's type in physical names (a nested rename changes no type here). */
   private val readTypes = physicalTypes(read)
   private val readMaxId = ColumnMapping.maxColumnId(read)
 
   /**
-   * A commit's metadata met while the query runs: a rename or drop of a read column stops it. Metadata up to
-   * `readVersion` is older than the read schema: a restarted query checks that span once ([[refusedOnRestart]]).
+   * A commit's metadata met while the query runs: a rename, drop or widening of a read column stops it. Metadata up
+   * to `readVersion` is older than the read schema: a restarted query checks that span once ([[refusedOnRestart]]).
    */
   def checkCommit(version: Long, m: Metadata): Unit = if (version > readVersion) {
-    val changes = NonAdditiveChanges.between(read, m)
-    if (changes.nonEmpty) throw stop(version, changes, allowed = changes.forall(options.allows))
+    val changes = SchemaChanges(NonAdditiveChanges.between(read, m), SourceTypeChanges.between(read, m))
+    if (changes.nonEmpty) throw stop(version, changes, allowed = refused(changes).isEmpty)
   }
 
-  def allows(c: NonAdditiveChange): Boolean = options.allows(c)
+  /** The changes from `before` to `after` the options refuse. */
+  def refused(before: Metadata, after: Metadata): SchemaChanges =
+    refused(SchemaChanges(NonAdditiveChanges.between(before, after), SourceTypeChanges.between(before, after)))
 
   /** The changes from `before` (the schema rows were last delivered under) to the read schema the options refuse. */
-  def refusedOnRestart(before: Metadata): Seq[NonAdditiveChange] =
-    NonAdditiveChanges.between(before, read).filterNot(options.allows)
+  def refusedOnRestart(before: Metadata): SchemaChanges = refused(before, read)
 
-  def stop(version: Long, changes: Seq[NonAdditiveChange], allowed: Boolean): StreamSourceChangeException = {
+  private def refused(c: SchemaChanges): SchemaChanges =
+    SchemaChanges(c.nonAdditive.filterNot(options.allows), if (options.allowColumnTypeChange) Nil else c.widenings)
+
+  def stop(version: Long, changes: SchemaChanges, allowed: Boolean): StreamSourceChangeException = {
     val remedy = if (allowed) "The stream's options allow it: restart the query to read on under the table's new " +
       s"schema (${TableSchema.of(read).schema.simpleString} until then)."
     else {
       val options = Seq(
-        Option.when(changes.exists(_.isRename))(s"${StreamReadOptions.AllowColumnRename}=always"),
-        Option.when(changes.exists(_.isDrop))(s"${StreamReadOptions.AllowColumnDrop}=always")).flatten
+        Option.when(changes.nonAdditive.exists(_.isRename))(s"${StreamReadOptions.AllowColumnRename}=always"),
+        Option.when(changes.nonAdditive.exists(_.isDrop))(s"${StreamReadOptions.AllowColumnDrop}=always"),
+        Option.when(changes.widenings.nonEmpty)(s"${StreamReadOptions.AllowColumnTypeChange}=always")).flatten
       s"To read on under the table's new schema, restart the query with option ${options.mkString(" and ")}; or " +
         s"start a new query (a new checkpoint location) with startingVersion=$version."
     }
-    StreamSourceChangeException("STRATA_STREAM_NON_ADDITIVE_SCHEMA_CHANGE", Map("table" -> tableName,
-      "version" -> version.toString, "changes" -> changes.map(_.describe).mkString(", "), "remedy" -> remedy))
+    // A widening alone has its own condition: the other one speaks of column mapping, which widening does not need.
+    val condition = if (changes.nonAdditive.isEmpty) "STRATA_STREAM_TYPE_WIDENING"
+      else "STRATA_STREAM_NON_ADDITIVE_SCHEMA_CHANGE"
+    StreamSourceChangeException(condition, Map("table" -> tableName,
+      "version" -> version.toString, "changes" -> changes.describe, "remedy" -> remedy))
   }
+
+  /**
+   * Whether files written under a schema where a column had type `old` read as the stream's `streamed`: the same
+   * type, or, before the read schema's version (older than it), a type the read schema widened.
+   */
+  def readsAs(old: DataType, streamed: DataType, version: Long): Boolean =
+    old.catalogString == streamed.catalogString || (version <= readVersion && SourceTypeChanges.readableAs(old, streamed))
 
   /**
    * Top-level columns of `m` (the metadata of `version`) the read schema cannot read files written under `m` as,
    * compared by physical column: one of another type, or one added after the read schema (the query must restart to
    * read it). Metadata up to `readVersion` is older than the read schema, which reads its files as a batch read of
-   * the table reads old files (a column dropped since is left out; nested fields added since read as null).
+   * the table reads old files (a column dropped since is left out; nested fields added since read as null; types
+   * widened since read widened).
    */
   def unreadable(m: Metadata, version: Long): Seq[String] = if (version <= readVersion) Nil else {
     val schema = TableSchema.of(m).schema

@@ -42,7 +42,8 @@ object StreamStart {
  * `schema`: the stream's schema (the table's when the query started). A commit whose schema has a column the stream
  * lacks, or a column of another type, or other partition columns, stops the stream: its rows could not be read as
  * the stream's. Columns the stream has that older files lack read as null. On a column-mapped table columns are
- * compared by physical column, and a RENAME / DROP COLUMN stops the stream as [[ColumnChangeGuard]] says.
+ * compared by physical column; a RENAME / DROP COLUMN there, and a type widening on any table, stop the stream as
+ * [[ColumnChangeGuard]] says.
  */
 final class TableAppends(log: TableLog, tableName: String, read: Metadata, skipChangeCommits: Boolean,
                          guard: ColumnChangeGuard) {
@@ -158,19 +159,19 @@ final class TableAppends(log: TableLog, tableName: String, read: Metadata, skipC
 
   /**
    * A restarted query (not a new stream's start) reads under the table's schema of now: the rows it delivered last
-   * were read under the schema before `start`. A RENAME / DROP between the two that the options refuse stops it at
+   * were read under the schema before `start`. A RENAME / DROP / type widening between the two that the options refuse stops it at
    * the commit that made it (the rows before that commit are delivered, under the new names).
    */
   private def checkRestart(start: SourceOffset, lastVersion: Long): Unit = if (!restartChecked) {
     restartChecked = true
     val before = if (start.initial || start.index > 0) start.version else start.version - 1
-    if (guard.mapped && !freshStart.contains(start) && before >= 0 && before <= lastVersion) {
+    if (guard.guardsRestarts && !freshStart.contains(start) && before >= 0 && before <= lastVersion) {
       // A log cleaned past `before` has no such snapshot: the commits it needs are gone too, and say so when read.
       scala.util.Try(log.snapshotAt(before).metadata).toOption.filter(guard.refusedOnRestart(_).nonEmpty).foreach { delivered =>
         // The first commit after `before` whose metadata made a change the options refuse.
         val at = ((before + 1) to lastVersion).iterator.flatMap { v =>
           scala.util.Try(log.readCommit(v)).toOption.flatMap(_.collectFirst { case m: Metadata => m }).map(v -> _)
-        }.map { case (v, m) => v -> io.strata.log.NonAdditiveChanges.between(delivered, m).filterNot(guard.allows) }
+        }.map { case (v, m) => v -> guard.refused(delivered, m) }
           .collectFirst { case (v, refused) if refused.nonEmpty => v -> refused }
           .getOrElse((before + 1) -> guard.refusedOnRestart(delivered))
         restartStop = Some(at._1 -> guard.stop(at._1, at._2, allowed = false))
@@ -213,7 +214,7 @@ final class TableAppends(log: TableLog, tableName: String, read: Metadata, skipC
       if (m.id != tableId) throw StreamSourceChangeException("STRATA_STREAM_SOURCE_CHANGE",
         s"Table $tableName was replaced at version " +
         s"$version (its id changed from $tableId to ${m.id}). Start a new query (a new checkpoint location).")
-      if (guard.mapped) guard.checkCommit(version, m)
+      guard.checkCommit(version, m)
       checkSchema(m, version)
     }
     if (c.changesRows && skipChangeCommits) skipped += 1
@@ -226,7 +227,7 @@ final class TableAppends(log: TableLog, tableName: String, read: Metadata, skipC
     val streamed = schema.schema.fields.map(f => f.name.toLowerCase(java.util.Locale.ROOT) -> f).toMap
     val unreadable = if (guard.mapped) guard.unreadable(m, version) else at.schema.fields.toSeq
       .filterNot(f => streamed.get(f.name.toLowerCase(java.util.Locale.ROOT))
-      .exists(_.dataType.catalogString == f.dataType.catalogString)).map(f => s"${f.name} ${f.dataType.simpleString}")
+      .exists(s => guard.readsAs(f.dataType, s.dataType, version))).map(f => s"${f.name} ${f.dataType.simpleString}")
     val partitionsDiffer = if (guard.mapped) !guard.samePartitioning(m)
       else at.partitionColumns.map(_.toLowerCase(java.util.Locale.ROOT)) !=
         schema.partitionColumns.map(_.toLowerCase(java.util.Locale.ROOT))
