@@ -74,7 +74,8 @@ final class ColumnChangeGuard(tableName: String, read: Metadata, readVersion: Lo
    * type, or, before the read schema's version (older than it), a type the read schema widened.
    */
   def readsAs(old: DataType, streamed: DataType, version: Long): Boolean =
-    old.catalogString == streamed.catalogString || (version <= readVersion && SourceTypeChanges.readableAs(old, streamed))
+    old.catalogString == streamed.catalogString ||
+      (version <= readVersion && SourceTypeChanges.readableAs(old, streamed))
 
   /**
    * Top-level columns of `m` (the metadata of `version`) the read schema cannot read files written under `m` as,

@@ -44,9 +44,10 @@ object SourceTypeChanges {
   private def changes(old: DataType, logical: DataType, phys: DataType, path: List[String]): Seq[TypeWidening] =
     (old, logical, phys) match {
       case (o: StructType, l: StructType, p: StructType) => struct(o, l, p, path)
-      case (o: ArrayType, l: ArrayType, p: ArrayType) => changes(o.elementType, l.elementType, p.elementType, path :+ "element")
-      case (o: MapType, l: MapType, p: MapType) =>
-        changes(o.keyType, l.keyType, p.keyType, path :+ "key") ++ changes(o.valueType, l.valueType, p.valueType, path :+ "value")
+      case (o: ArrayType, l: ArrayType, p: ArrayType) =>
+        changes(o.elementType, l.elementType, p.elementType, path :+ "element")
+      case (o: MapType, l: MapType, p: MapType) => changes(o.keyType, l.keyType, p.keyType, path :+ "key") ++
+        changes(o.valueType, l.valueType, p.valueType, path :+ "value")
       case (o, _, p) if o != p && TypeWideningChanges.supported(o, p) => Seq(TypeWidening(path.mkString("."), o, p))
       case _ => Nil
     }

@@ -159,8 +159,9 @@ final class TableAppends(log: TableLog, tableName: String, read: Metadata, skipC
 
   /**
    * A restarted query (not a new stream's start) reads under the table's schema of now: the rows it delivered last
-   * were read under the schema before `start`. A RENAME / DROP / type widening between the two that the options refuse stops it at
-   * the commit that made it (the rows before that commit are delivered, under the new names).
+   * were read under the schema before `start`. A RENAME / DROP / type widening between the two that the options
+   * refuse stops it at the commit that made it (the rows before that commit are delivered, under the new schema).
+   * Only when the read schema is mapped or records a widening (otherwise no such change can lie between).
    */
   private def checkRestart(start: SourceOffset, lastVersion: Long): Unit = if (!restartChecked) {
     restartChecked = true

@@ -15,8 +15,10 @@ class SourceTypeChangesSuite extends AnyFunSuite {
   private def plain(schema: StructType) = Metadata(id = "t", schemaString = schema.json)
 
   test("top-level, nested, array element and map value widenings, named by path; equal schemas have none") {
-    val before = StructType.fromDDL("id INT, s STRUCT<f: FLOAT, g: STRING>, a ARRAY<SHORT>, m MAP<STRING, DECIMAL(5,2)>")
-    val after = StructType.fromDDL("id BIGINT, s STRUCT<f: DOUBLE, g: STRING>, a ARRAY<INT>, m MAP<STRING, DECIMAL(8,3)>")
+    val before = StructType.fromDDL(
+      "id INT, s STRUCT<f: FLOAT, g: STRING>, a ARRAY<SHORT>, m MAP<STRING, DECIMAL(5,2)>")
+    val after = StructType.fromDDL(
+      "id BIGINT, s STRUCT<f: DOUBLE, g: STRING>, a ARRAY<INT>, m MAP<STRING, DECIMAL(8,3)>")
     assert(SourceTypeChanges.between(plain(before), plain(before)).isEmpty)
     val changes = SourceTypeChanges.between(plain(before), plain(after))
     assert(changes == Seq(TypeWidening("id", IntegerType, LongType), TypeWidening("s.f", FloatType, DoubleType),
