@@ -8,7 +8,7 @@ read the result identically; and the reverse where Strata can create the feature
 - inCommitTimestamp: commitInfo first with strictly increasing timestamps in both engines' commits; Strata turning
   them on for an existing table; history and time travel by timestamp in a Los Angeles session against delta-spark.
 - variantType: delta-spark's and Strata's VARIANT columns (top level and in arrays), no statistics on them;
-  shredding refused by name.
+  delta-spark's shredded variant files read identically (writing to such a table refused by name).
 
 V2 checkpoints, checkpointProtection, vacuumProtocolCheck and typeWidening: tests/test_checkpoint_features.py.
 """
@@ -263,18 +263,34 @@ def test_variant_table_created_by_strata(spark: SparkSession, peer: Peer, tmp_pa
     assert strata_history(spark, plain) == peer.read(plain, log_versions(plain))
 
 
-def test_shredded_variant_tables_are_refused_by_feature_name(spark: SparkSession, tmp_path: Path) -> None:
+def test_shredded_variant_tables_read_as_delta_spark(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
+    """delta-spark writes shredded variant files (Spark's test-only forced shredding schema); Strata reads them as
+    delta-spark does, and refuses to write to the table, naming the feature."""
+    import pyarrow.parquet as pq
+
     path = tmp_path / "shredded"
-    (path / "_delta_log").mkdir(parents=True)
-    schema = json.dumps({"type": "struct", "fields": [{"name": "v", "type": "variant", "nullable": True,
-                                                         "metadata": {}}]})
-    actions = [
-        {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
-                      "readerFeatures": ["variantType", "variantShredding-preview"],
-                      "writerFeatures": ["variantType", "variantShredding-preview"]}},
-        {"metaData": {"id": "shredded", "format": {"provider": "parquet", "options": {}}, "schemaString": schema,
-                      "partitionColumns": [], "configuration": {"delta.enableVariantShredding": "true"}}},
-    ]
-    (path / "_delta_log" / f"{0:020d}.json").write_text("\n".join(json.dumps(a) for a in actions) + "\n")
-    with pytest.raises(Exception, match=r"reader feature\(s\) variantShredding-preview, which Strata does not"):
-        spark.read.format("strata").load(str(path)).collect()
+    t = f"delta.`{path}`"
+    confs = ["spark.sql.variant.writeShredding.enabled", "spark.sql.variant.forceShreddingSchemaForTest"]
+    try:
+        peer.call("sql", statements=[
+            f"SET {confs[0]} = true", f"SET {confs[1]} = a int, b string",
+            f"CREATE TABLE {t} (i BIGINT, v VARIANT) USING delta TBLPROPERTIES ('delta.enableVariantShredding' = 'true')",
+            f"""INSERT INTO {t} SELECT id, CASE WHEN id = 0 THEN parse_json('{{"a": 1, "b": "2", "d": 4.4}}')
+                WHEN id = 1 THEN parse_json('{{"a": [1, 2], "b": "hello"}}') ELSE parse_json('{{"A": 1}}') END
+                FROM range(0, 3, 1, 1)"""])
+    finally:
+        peer.call("sql", statements=[f"RESET {c}" for c in confs])
+    protocol = [a["protocol"] for v in log_versions(path) for a in commit_actions(path, v) if "protocol" in a][-1]
+    assert {"variantShredding", "variantShredding-preview"} & set(protocol["readerFeatures"]), protocol
+    # The file is shredded: v has a typed_value group with the forced fields.
+    (data,) = [f for f in path.glob("*.parquet")]
+    v = pq.read_schema(data).field("v").type
+    assert {v.field(k).name for k in range(v.num_fields)} >= {"metadata", "value", "typed_value"}, v
+
+    assert strata_history(spark, path) == peer.read(path, log_versions(path))
+    df = spark.read.format("strata").load(str(path))
+    rows = df.selectExpr("i", "try_variant_get(v, '$.a', 'int')", "to_json(v)").collect()
+    assert sorted(tuple(r) for r in rows) == [
+        (0, 1, '{"a":1,"b":"2","d":4.4}'), (1, None, '{"a":[1,2],"b":"hello"}'), (2, None, '{"A":1}')]
+    with pytest.raises(Exception, match="variantShredding"):
+        spark.sql(f"INSERT INTO strata.`{path}` VALUES (3, parse_json('1'))")

@@ -10,7 +10,10 @@ object ProtocolSupport {
     Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors", "variantType", "variantType-preview", "v2Checkpoint",
       // Files written before a widening are read back upcast by Spark's Parquet reader (TypeWidening checks the
       // recorded changes are ones it does).
-      "typeWidening", "typeWidening-preview", "columnMapping")
+      "typeWidening", "typeWidening-preview", "columnMapping",
+      // Shredded variant files (PROTOCOL.md "Variant Shredding") are read by Spark's Parquet reader, which rebuilds
+      // each value from its typed_value / value parts. Strata writes unshredded files only, so not writable.
+      "variantShredding", "variantShredding-preview")
   /** Writer features whose rules Strata follows on every write. */
   val WritableFeatures: Set[String] =
     Set("appendOnly", "invariants", "checkConstraints", "timestampNtz", "vacuumProtocolCheck", "deletionVectors",
