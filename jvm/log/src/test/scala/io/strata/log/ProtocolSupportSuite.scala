@@ -106,8 +106,13 @@ class ProtocolSupportSuite extends AnyFunSuite with LogTestSupport {
       intercept[UnsupportedProtocolException](ProtocolSupport.checkWritable(p, metadata(), "tbl")).getMessage
     ProtocolSupport.checkReadable(Protocol(2, 5), "tbl") // column mapping: read by physical name or id
     assert(readErr(Protocol(4, 7)).contains("reader version 4"))
-    assert(readErr(Protocol(3, 7, Some(Set("columnMapping", "variantShredding", "futureFeatureA")), Some(Set.empty)))
-      .contains("futureFeatureA, variantShredding, which"))
+    assert(readErr(Protocol(3, 7, Some(Set("columnMapping", "futureFeatureB", "futureFeatureA")), Some(Set.empty)))
+      .contains("futureFeatureA, futureFeatureB, which"))
+    // Shredded variants: read (Spark's Parquet reader), never written.
+    ProtocolSupport.checkReadable(Protocol(3, 7, Some(Set("variantType", "variantShredding-preview")), Some(Set.empty)),
+      "tbl")
+    assert(writeErr(Protocol(3, 7, Some(Set.empty), Some(Set("variantType", "variantShredding"))))
+      .contains("variantShredding"))
     assert(writeErr(Protocol(1, 4)).contains("writer version 4"))
     ProtocolSupport.checkWritable(Protocol(1, 5), metadata(), "tbl") // column mapping: written by physical name
     assert(writeErr(Protocol(3, 7, Some(Set.empty), Some(Set("changeDataFeed")))).contains("changeDataFeed"))
