@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/count_probe.py [--commits 1000] [--rounds 15] [--conf k=v ...]
 
-Builds the table once in bench/cache/work/count-probe/tables/c<commits> (create + one-row appends through the V1 path, as
+Builds the table once in bench/cache/count-probe/tables/c<commits> (create + one-row appends through the V1 path, as
 bench/app.py builds workload 4's table; kept between runs), then in one Spark application, rounds interleaving both
 reads: open (the DataFrame), then count(*) split into the optimizer (Spark's V2 push-down builds the scan there),
 physical planning and execution, with the Spark jobs each started and the plan's leaf. Prints every round and the
@@ -74,7 +74,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--conf", action="append", default=[])
     args = ap.parse_args()
-    work = CACHE / "work" / "count-probe"
+    work = CACHE / "count-probe"
     work.mkdir(parents=True, exist_ok=True)
     conf = dict(kv.split("=", 1) for kv in args.conf)
     spark = session("strata-v1", work, CACHE / "jars", work, "4g", conf)
