@@ -26,6 +26,16 @@ private[log] class LatestStateCache[T](versionOf: T => Long, checkpointOf: T => 
         !checkpointVersions.exists(cp => cp > checkpointOf(e.state).getOrElse(-1L) && cp <= commits.keys.max)
     }.map(_.state)
 
+  /**
+   * The table's cached state when the commit file it was built up to still has the length and modification time it
+   * had (`status` of that version's commit file: asked outside the lock, only when the table has a state here).
+   */
+  def unchanged(table: String, status: Long => Option[FileStatus]): Option[T] =
+    entries.synchronized(Option(entries.get(table))).filter { e =>
+      status(versionOf(e.state)).exists(st => st.getLen == e.commitLength &&
+        st.getModificationTime == e.commitModificationTime)
+    }.map(_.state)
+
   /** The table's cached state, whatever the log holds now (for [[TableLog.heldSnapshot]] / [[TableLog.heldHead]]). */
   def get(table: String): Option[T] = entries.synchronized(Option(entries.get(table))).map(_.state)
 

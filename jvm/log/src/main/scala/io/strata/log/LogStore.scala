@@ -59,6 +59,10 @@ trait LogStore {
   def list(dir: Path): Seq[FileStatus] =
     try fs.listStatus(dir).toSeq catch { case _: FileNotFoundException => Nil }
 
+  /** One log file's status, or None when it does not exist: one metadata call, where [[list]] lists the whole log. */
+  def status(path: Path): Option[FileStatus] =
+    try Some(fs.getFileStatus(path)) catch { case _: FileNotFoundException => None }
+
   protected def tempPath(path: Path): Path = new Path(path.getParent, s".${path.getName}.${UUID.randomUUID()}.tmp")
 
   protected def write(path: Path, lines: Seq[String]): Unit = {

@@ -51,9 +51,12 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
 
   /**
    * After one listing: the latest snapshot, or its [[SnapshotHead]] when `distributed` says so of its [[StateSize]]
-   * (a reader that replays big states elsewhere); None when there is no table.
+   * (a reader that replays big states elsewhere); None when there is no table. No listing when this JVM holds the
+   * latest snapshot and the driver path reads it ([[heldLatest]]).
    */
   def latest(distributed: StateSize => Boolean): Option[Either[SnapshotHead, Snapshot]] = {
+    val held = heldLatest().filterNot(s => distributed(StateSize(Some(s.numFiles.toLong), 0L)))
+    if (held.isDefined) return held.map(Right(_))
     val listing = listLog()
     sizeFrom(listing).map { size =>
       // The distributed state reads classic checkpoint parts only: a table with V2 checkpoints (sidecars, JSON
@@ -64,6 +67,17 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
       } else Right(snapshotFrom(listing).get)
     }
   }
+
+  /**
+   * The snapshot this JVM holds when it is still the latest version, known from two file probes instead of a listing
+   * of the whole log (a catalog read loads its table twice: Spark 4.1 reloads it before running the plan): its commit
+   * file is unchanged (so not a table deleted and created again) and the next version's commit does not exist
+   * (commits are put in version order, each only if absent). It is the snapshot a listing would return, except that
+   * its segment may start at an older checkpoint than one another process wrote since: the same state.
+   */
+  private def heldLatest(): Option[Snapshot] =
+    SnapshotCache.unchanged(tablePath.toString, v => store.status(FileNames.deltaFile(logPath, v)))
+      .filter(s => store.status(FileNames.deltaFile(logPath, s.version + 1)).isEmpty)
 
   private def snapshotFrom(listing: LogListing): Option[Snapshot] = {
     val key = tablePath.toString

@@ -78,6 +78,33 @@ class SnapshotCacheSuite extends AnyFunSuite with LogTestSupport {
     assert(s.segment.commitFiles.map(_.getName) == Seq(f"${4}%020d.json"))
   }
 
+  test("the latest snapshot this JVM holds is found without a listing, never once a commit followed it") {
+    val table = tempDir("cache-held")
+    val log = createTable(table, files = Seq(add("a.parquet")))
+    val reader = TableLog.forPath(hpath(table), recordingConf())
+    def latest(distributed: Boolean = false) = reader.latest(_ => distributed).get
+    val s = latest().toOption.get
+    RecordingLogStore.clear()
+    assert(latest().toOption.get eq s)
+    assert(RecordingLogStore.listings.isEmpty && RecordingLogStore.readNames.isEmpty)
+    // The distributed path decides from a listing, as before.
+    assert(latest(distributed = true).isLeft && RecordingLogStore.listings.size == 1)
+    // A commit by another process (straight to the log: this JVM's cache does not know it) is seen.
+    log.store.putIfAbsent(FileNames.deltaFile(log.logPath, 1L), Seq(ActionCodec.serialize(add("b.parquet"))))
+    RecordingLogStore.clear()
+    val next = latest().toOption.get
+    assert(next.version == 1L && next.files.map(_.path).toSet == Set("a.parquet", "b.parquet"))
+    assert(RecordingLogStore.listings.size == 1 && RecordingLogStore.readNames == Seq(f"${1}%020d.json"))
+    // The table deleted and created again up to the same version by another process: its commit file differs.
+    LogTestSupport.deleteRecursively(table)
+    writeCommit(table, 0L, Seq(Protocol(1, 2), metadata(partitionColumns = Seq("p")),
+      add("p=1/new.parquet", Map("p" -> Some("1")))))
+    writeCommit(table, 1L, Seq(add("p=1/new-2.parquet", Map("p" -> Some("1")))))
+    val recreated = latest().toOption.get
+    assert(recreated.version == 1L && recreated.partitionColumns == Seq("p"))
+    assert(recreated.files.map(_.path).toSet == Set("p=1/new.parquet", "p=1/new-2.parquet"))
+  }
+
   test("a one-file append to a big table reads only the winners and the commits since, and writes its own size") {
     val table = tempDir("cache-append")
     val log = createTable(table, files = (0 until 20000).map(i => add(f"part-$i%05d.parquet")))

@@ -60,25 +60,4 @@ trait DmlTestSupport extends SparkTestSession { self: Suite =>
     }
     txn.commit(TableOperation.RewriteFiles(old, renamed), Nil, Operation("OPTIMIZE"))
   }
-
-  /** The jobs Spark started while `body` ran (a listener; a marker job after `body` flushes the listener bus). */
-  def jobsDuring(body: => Unit): Int = {
-    val started = new java.util.concurrent.atomic.AtomicInteger()
-    val marker = new java.util.concurrent.CountDownLatch(1)
-    val markerName = s"marker-${System.nanoTime()}"
-    val listener = new org.apache.spark.scheduler.SparkListener {
-      override def onJobStart(e: org.apache.spark.scheduler.SparkListenerJobStart): Unit =
-        if (Option(e.properties).flatMap(p => Option(p.getProperty("spark.job.description"))).contains(markerName)) {
-          marker.countDown()
-        } else started.incrementAndGet()
-    }
-    spark.sparkContext.addSparkListener(listener)
-    try {
-      body
-      spark.sparkContext.setJobDescription(markerName)
-      try spark.sparkContext.parallelize(Seq(1), 1).count() finally spark.sparkContext.setJobDescription(null)
-      assert(marker.await(60, java.util.concurrent.TimeUnit.SECONDS), "the marker job never reached the listener")
-      started.get()
-    } finally spark.sparkContext.removeSparkListener(listener)
-  }
 }

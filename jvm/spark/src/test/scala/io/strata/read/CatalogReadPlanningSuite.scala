@@ -3,7 +3,7 @@ package io.strata.read
 import java.nio.file.{Files, Paths}
 
 import io.strata.SparkTestSession
-import io.strata.log.{ActionCodec, Snapshot, TableLog}
+import io.strata.log.{ActionCodec, AddFile, FileNames, Snapshot, TableLog}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.execution.ExtendedMode
@@ -16,7 +16,7 @@ import scala.jdk.CollectionConverters._
 /**
  * Catalog reads (V2) report what they select: EXPLAIN's Location counts the files the filters keep and the scan's
  * statistics are those files' size and rows, from the log. `inputFiles()` lists nothing for a V2 scan: Spark lists
- * only V1 file relations and its own V2 file tables (`Dataset.inputFiles`).
+ * only V1 file relations and its own V2 file tables (`Dataset.inputFiles`). count(*) is answered from the log.
  */
 class CatalogReadPlanningSuite extends AnyFunSuite with SparkTestSession {
   import spark.implicits._
@@ -49,6 +49,26 @@ class CatalogReadPlanningSuite extends AnyFunSuite with SparkTestSession {
     assert(byPartition.count() == 500)
     assert(byPartition.inputFiles.isEmpty && table.inputFiles.isEmpty) // Spark's Dataset.inputFiles: V1 only
     assert(table.queryExecution.explainString(ExtendedMode).contains("Location: LogFileIndex(1 paths)[file:"))
+  }
+
+  test("count(*) comes from the log: no Spark job, no data file read; a commit made since the DataFrame is counted") {
+    val p = tempDir().resolve("catalog-count").toString
+    (0 until 3).foreach(i => spark.range(i * 10L, i * 10L + 10, 1, 1).write.format("strata").mode("append").save(p))
+    val df = spark.table(s"strata.`$p`")
+    assert(df.groupBy().count().queryExecution.explainString(ExtendedMode).contains("StrataLogAggregate [count(*)]"))
+    // Without its data files the table still counts: the answer reads none.
+    val listed = Files.list(Paths.get(p))
+    try listed.iterator.asScala.filter(_.getFileName.toString.endsWith(".parquet")).foreach(Files.delete)
+    finally listed.close()
+    var n = 0L
+    assert(jobsDuring { n = df.count() } == 0 && n == 30L)
+    // Another process commits (straight into the log, so this JVM still holds the version before): Spark reloads the
+    // table before running each plan, and the reload finds the new version.
+    val log = TableLog.forPath(new Path(p), sessionHadoopConf())
+    val next = log.snapshot().version + 1
+    log.store.putIfAbsent(FileNames.deltaFile(log.logPath, next), Seq(ActionCodec.serialize(
+      AddFile("elsewhere.parquet", Map.empty, 100L, 0L, dataChange = true, Some("""{"numRecords":5}""")))))
+    assert(jobsDuring { n = df.count() } == 0 && n == 35L)
   }
 
   test("the scan reports the size and rows of the files it selected, from the log") {

@@ -248,6 +248,9 @@ class DistributedStateSuite extends AnyFunSuite with SparkTestSession {
       Iterator(snap.files.head.copy(path = "p=50%/bad path.parquet")) ++ snap.files.iterator.drop(1), sessionHadoopConf())
     fs.listStatus(logDir).map(_.getPath).filter(p => p.getName.matches("\\d{20}\\..*") &&
       !p.getName.startsWith(f"${snap.version}%020d.")).foreach(fs.delete(_, false))
+    // As a reader that does not hold the version (this JVM still does, and would keep it: its commit is unchanged).
+    val commit = new Path(logDir, f"${snap.version}%020d.json")
+    fs.setTimes(commit, fs.getFileStatus(commit).getModificationTime + 2000L, -1L)
     def failure(): io.strata.log.CorruptLogException =
       intercept[io.strata.log.CorruptLogException](spark.read.format("strata").load(path).where("id < 5").count())
     val driver = onDriver(failure())
