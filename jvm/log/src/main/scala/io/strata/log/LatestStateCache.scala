@@ -10,7 +10,11 @@ import org.apache.hadoop.fs.FileStatus
  * [[SnapshotCache]] and [[HeadCache]] are its two instances.
  */
 private[log] class LatestStateCache[T](versionOf: T => Long, checkpointOf: T => Option[Long]) {
-  private final class Entry(val state: T, val commitLength: Long, val commitModificationTime: Long)
+  private final class Entry(val state: T, val commitLength: Long, val commitModificationTime: Long) {
+    /** True when `commit` is still the commit file this state was built up to (same length and modification time). */
+    def builtFrom(commit: FileStatus): Boolean =
+      commit.getLen == commitLength && commit.getModificationTime == commitModificationTime
+  }
 
   private val MaxTables = 32
   private val entries = new java.util.LinkedHashMap[String, Entry](16, 0.75f, true) {
@@ -20,9 +24,7 @@ private[log] class LatestStateCache[T](versionOf: T => Long, checkpointOf: T => 
   /** The table's cached state, when it still describes the table whose log lists these commits and checkpoints. */
   def current(table: String, commits: Map[Long, FileStatus], checkpointVersions: Iterable[Long]): Option[T] =
     entries.synchronized(Option(entries.get(table))).filter { e =>
-      val version = versionOf(e.state)
-      commits.get(version).exists(st => st.getLen == e.commitLength &&
-        st.getModificationTime == e.commitModificationTime) &&
+      commits.get(versionOf(e.state)).exists(e.builtFrom) &&
         !checkpointVersions.exists(cp => cp > checkpointOf(e.state).getOrElse(-1L) && cp <= commits.keys.max)
     }.map(_.state)
 
@@ -32,8 +34,7 @@ private[log] class LatestStateCache[T](versionOf: T => Long, checkpointOf: T => 
    */
   def unchanged(table: String, status: Long => Option[FileStatus]): Option[T] =
     entries.synchronized(Option(entries.get(table))).filter { e =>
-      status(versionOf(e.state)).exists(st => st.getLen == e.commitLength &&
-        st.getModificationTime == e.commitModificationTime)
+      status(versionOf(e.state)).exists(e.builtFrom)
     }.map(_.state)
 
   /** The table's cached state, whatever the log holds now (for [[TableLog.heldSnapshot]] / [[TableLog.heldHead]]). */

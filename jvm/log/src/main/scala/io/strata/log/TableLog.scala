@@ -161,10 +161,8 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   private def sizeFrom(listing: LogListing): Option[StateSize] = {
     if (listing.isEmpty) return None
     def since(version: Long) = listing.commits.collect { case (v, st) if v > version => st.getLen }.sum
-    currentSnapshot(listing).map(s => StateSize(Some(s.numFiles.toLong), 0L)).orElse {
-      SnapshotCache.current(tablePath.toString, listing.commits, listing.checkpoints.keys)
-        .map(s => StateSize(Some(s.numFiles.toLong), since(s.version)))
-    }.orElse {
+    SnapshotCache.current(tablePath.toString, listing.commits, listing.checkpoints.keys)
+      .map(s => StateSize(Some(s.numFiles.toLong), since(s.version))).orElse {
       HeadCache.current(tablePath.toString, listing.commits, listing.checkpoints.keys)
         .map(h => h.size.copy(logBytes = h.size.logBytes + since(h.version)))
     }.orElse {
