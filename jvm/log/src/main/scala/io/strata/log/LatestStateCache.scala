@@ -16,14 +16,11 @@ private[log] class LatestStateCache[T](versionOf: T => Long, checkpointOf: T => 
       commit.getLen == commitLength && commit.getModificationTime == commitModificationTime
   }
 
-  private val MaxTables = 32
-  private val entries = new java.util.LinkedHashMap[String, Entry](16, 0.75f, true) {
-    override def removeEldestEntry(e: java.util.Map.Entry[String, Entry]): Boolean = size() > MaxTables
-  }
+  private val entries = new RecentlyUsed[String, Entry](max = 32)
 
   /** The table's cached state, when it still describes the table whose log lists these commits and checkpoints. */
   def current(table: String, commits: Map[Long, FileStatus], checkpointVersions: Iterable[Long]): Option[T] =
-    entries.synchronized(Option(entries.get(table))).filter { e =>
+    entries.get(table).filter { e =>
       commits.get(versionOf(e.state)).exists(e.builtFrom) &&
         !checkpointVersions.exists(cp => cp > checkpointOf(e.state).getOrElse(-1L) && cp <= commits.keys.max)
     }.map(_.state)
@@ -33,22 +30,22 @@ private[log] class LatestStateCache[T](versionOf: T => Long, checkpointOf: T => 
    * had (`status` of that version's commit file: asked outside the lock, only when the table has a state here).
    */
   def unchanged(table: String, status: Long => Option[FileStatus]): Option[T] =
-    entries.synchronized(Option(entries.get(table))).filter { e =>
+    entries.get(table).filter { e =>
       status(versionOf(e.state)).exists(e.builtFrom)
     }.map(_.state)
 
   /** The table's cached state, whatever the log holds now (for [[TableLog.heldSnapshot]] / [[TableLog.heldHead]]). */
-  def get(table: String): Option[T] = entries.synchronized(Option(entries.get(table))).map(_.state)
+  def get(table: String): Option[T] = entries.get(table).map(_.state)
 
   /** Remembers `state` as the table's latest (unless a newer one is held), built up to the commit file `commit`. */
   def put(table: String, state: T, commit: Option[FileStatus]): Unit = commit.foreach { st =>
     entries.synchronized {
-      if (Option(entries.get(table)).forall(e => versionOf(e.state) <= versionOf(state))) {
+      if (entries.get(table).forall(e => versionOf(e.state) <= versionOf(state))) {
         entries.put(table, new Entry(state, st.getLen, st.getModificationTime))
       }
     }
   }
 
-  def invalidate(table: String): Unit = entries.synchronized(entries.remove(table))
+  def invalidate(table: String): Unit = entries.remove(table)
 }
 

@@ -2,7 +2,7 @@ package io.strata.state
 
 import java.time.ZoneId
 
-import io.strata.log.{SnapshotHead, TableLog, VacuumedFiles}
+import io.strata.log.{RecentlyUsed, SnapshotHead, TableLog, VacuumedFiles}
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.functions.{col, lit, min}
@@ -22,16 +22,14 @@ object DistributedVacuumCheck {
     // commits, as Strata's and delta-spark's do, make a new latest version): repeated reads of one old version
     // cost no jobs. A file deleted outside any commit then fails the scan, naming it.
     val key = s"${log.tablePath}|${latest.metadata.id}|${spark.sparkContext.applicationId}|${old.version}|${latest.version}"
-    if (old.version != latest.version && !Passed.synchronized(Passed.containsKey(key))) {
+    if (old.version != latest.version && !Passed.contains(key)) {
       failIfVacuumed(spark, log, old, latest, conf, zone)
-      Passed.synchronized(Passed.put(key, true))
+      Passed.put(key, true)
     }
   }
 
   /** Pairs of versions found readable, the most recent few. */
-  private val Passed = new java.util.LinkedHashMap[String, Boolean](16, 0.75f, true) {
-    override def removeEldestEntry(e: java.util.Map.Entry[String, Boolean]): Boolean = size() > 64
-  }
+  private val Passed = new RecentlyUsed[String, Boolean](max = 64)
 
   private def failIfVacuumed(spark: SparkSession, log: TableLog, old: SnapshotHead, latest: SnapshotHead,
                              conf: Configuration, zone: ZoneId): Unit = {

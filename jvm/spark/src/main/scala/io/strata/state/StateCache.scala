@@ -1,5 +1,6 @@
 package io.strata.state
 
+import io.strata.log.RecentlyUsed
 import org.apache.spark.SparkContext
 import org.apache.spark.sql.DataFrame
 
@@ -17,7 +18,7 @@ private[state] object StateCache {
 
   final case class Entry(context: SparkContext, tableId: String, version: Long, state: DataFrame, depth: Int)
 
-  private val entries = new java.util.LinkedHashMap[String, Entry](8, 0.75f, true) // access order: LRU first
+  private val entries = new RecentlyUsed[String, Entry](MaxTables, unpersist)
 
   /**
    * The state of `table` at `version`: the cached one, or `build(previous, true)` (previous: the cached entry of an
@@ -30,19 +31,14 @@ private[state] object StateCache {
       build: (Option[Entry], Boolean) => Entry): DataFrame =
     synchronized {
       // Another table at the same path (dropped and created again) or another Spark application: not this one.
-      val cached = Option(entries.get(table)).filter(e => (e.context eq context) && !context.isStopped &&
+      val cached = entries.get(table).filter(e => (e.context eq context) && !context.isStopped &&
         e.tableId == tableId)
       cached match {
         case Some(e) if e.version == version => e.state
         case Some(e) if e.version > version => build(None, false).state
         case _ =>
           val fresh = build(cached, true)
-          Option(entries.put(table, fresh)).foreach(old => unpersist(old))
-          while (entries.size > MaxTables) {
-            val eldest = entries.entrySet.iterator.next()
-            entries.remove(eldest.getKey)
-            unpersist(eldest.getValue)
-          }
+          entries.put(table, fresh).foreach(unpersist)
           fresh.state
       }
     }
@@ -51,7 +47,6 @@ private[state] object StateCache {
 
   /** Drops every entry (tests). */
   def clear(): Unit = synchronized {
-    scala.jdk.CollectionConverters.CollectionHasAsScala(entries.values).asScala.foreach(unpersist)
-    entries.clear()
+    entries.clear().foreach(unpersist)
   }
 }
