@@ -43,6 +43,9 @@ def main() -> None:
     ap.add_argument("--profile", type=Path)
     ap.add_argument("--memory", default="2g")
     ap.add_argument("--conf", action="append", default=[])
+    ap.add_argument("--first", choices=["append", "parquet"], default="append",
+                    help="the application's first write after the reads: the engine's append (default) or a plain "
+                         "df.write.parquet of the same row (Spark's own first-write cost, the floor of any connector)")
     args = ap.parse_args()
 
     source = CACHE / "scale" / str(args.files) / "table"
@@ -63,7 +66,7 @@ def main() -> None:
     fmt = "strata" if args.engine == "strata" else "delta"
     profiler = Profiler(spark, args.profile, lib) if args.profile and lib else None
     try:
-        run(spark, fmt, work, args.files, args.appends, profiler)
+        run(spark, fmt, work, args.files, args.appends, profiler, args.first)
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -95,7 +98,8 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run(spark: SparkSession, fmt: str, work: Path, files: int, appends: int, profiler: Profiler | None) -> None:
+def run(spark: SparkSession, fmt: str, work: Path, files: int, appends: int, profiler: Profiler | None,
+        first: str = "append") -> None:
     table = work / "table"
     empty = work / "empty"
     n = [files * ROWS_PER_FILE]
@@ -141,6 +145,8 @@ def run(spark: SparkSession, fmt: str, work: Path, files: int, appends: int, pro
     timed("inputFiles p = 5", lambda: read().where(f"p = {POINT_PARTITION}")._jdf.inputFiles())
     timed("point query", lambda: read().where(f"p = {POINT_PARTITION} AND id = {point_id()}").count())
     timed("count(*)", lambda: read().count())
+    if first == "parquet":
+        timed("1st write: df.write.parquet", plain())
     timed("1st append (F files)", append(table))
     spark.sql(f"CREATE TABLE {fmt}.`{empty}` ({DDL}) USING {fmt} PARTITIONED BY (p)")
     timed("1st append (empty)", append(empty))
