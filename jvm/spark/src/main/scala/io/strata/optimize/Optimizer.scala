@@ -17,7 +17,8 @@ import scala.util.control.NonFatal
  * 128 MiB; `minInputFiles`: bins with fewer files are left alone (unless a file has a deletion vector);
  * `partitions`: only these partitions (auto-compaction: the ones a commit touched), on top of `where`;
  * `smallFileSize`: bin-packing candidates are the files below it (default: the target); `maxCommits`: overrides
- * `spark.strata.optimize.maxCommits`.
+ * `spark.strata.optimize.maxCommits`; `full`: OPTIMIZE FULL of a clustered table (also reclusters the cubes of other
+ * clustering columns or providers, [[ZCubes]]).
  */
 final case class OptimizeRequest(
     where: Option[String] = None,
@@ -27,7 +28,8 @@ final case class OptimizeRequest(
     auto: Boolean = false,
     partitions: Option[Seq[Map[String, Option[String]]]] = None,
     smallFileSize: Option[Long] = None,
-    maxCommits: Option[Int] = None)
+    maxCommits: Option[Int] = None,
+    full: Boolean = false)
 
 /** What an optimize did. `conflicts`: each group lost to a concurrent change, with the typed conflict. */
 final case class OptimizeResult(
@@ -64,7 +66,8 @@ object Optimizer {
     // A clustered table clusters incrementally by ZCubes; auto-compaction of one bin-packs only its unclustered
     // files (clustered ones keep their layout).
     val plan = if (settings.clustering.nonEmpty) OptimizeClustering.plan(snapshot, settings,
-      conf(WriteSettings.ClusteringMinCubeSize), conf(WriteSettings.ClusteringTargetCubeSize))
+      conf(WriteSettings.ClusteringMinCubeSize), conf(WriteSettings.ClusteringTargetCubeSize),
+      conf(WriteSettings.OptimizeBatchSize), request.full)
     else {
       val clustering = Clustering.columns(snapshot)
       OptimizePlanner.plan(snapshot, v => settings.selects(v) && partitions.forall(_.contains(v)),
@@ -74,11 +77,11 @@ object Optimizer {
         f => clustering.isEmpty || Clustering.provider(f).isEmpty)
     }
     if (plan.isEmpty) return OptimizeResult.empty
-    new Run(spark, log, snapshot, plan, settings, conf, request.auto).execute()
+    new Run(spark, log, snapshot, plan, settings, conf, request.auto, request.full).execute()
   }
 
   private final class Run(spark: SparkSession, log: TableLog, snapshot: Snapshot, plan: OptimizePlan,
-                          settings: OptimizeSettings, conf: WriteConf, auto: Boolean) {
+                          settings: OptimizeSettings, conf: WriteConf, auto: Boolean, full: Boolean) {
     private val hadoopConf = log.conf
     private val partitionColumns = io.strata.table.PhysicalSchema.physicalColumns(
       io.strata.table.TableSchema.of(snapshot.metadata).schema, snapshot.metadata.partitionColumns) // the log's keys
@@ -97,7 +100,8 @@ object Optimizer {
         g.index -> pool.submit(new Callable[RewrittenGroup] {
           override def call(): RewrittenGroup = {
             SparkSession.setActiveSession(spark)
-            GroupRewrite.run(spark, snapshot, g, settings.targetFileSize, settings.layout, numIndexedCols)
+            GroupRewrite.run(spark, snapshot, g, settings.targetFileSize, settings.layout, numIndexedCols,
+              settings.curve)
           }
         })
       }.toMap
@@ -134,7 +138,8 @@ object Optimizer {
         // same domain) then conflicts, rather than files clustered by old columns being marked as the new ones'.
         if (settings.clustering.nonEmpty) txn.writeDomain(Clustering.domain(settings.clustering))
         val added = pending.flatMap(g => g.added.map(f =>
-          if (settings.clustering.isEmpty) f else Clustering.clustered(f, cubeIds(g.group.index), settings.zOrderBy)))
+          if (settings.clustering.isEmpty) f
+          else Clustering.clustered(f, cubeIds(g.group.index), settings.zOrderBy, settings.curve.name)))
         val op = TableOperation.RewriteFiles(pending.flatMap(_.group.files), added)
         try {
           val result = txn.commit(op, Nil, operation(pending))
@@ -191,7 +196,8 @@ object Optimizer {
         "predicate" -> json.writeValueAsString(settings.predicateSql.toArray),
         "zOrderBy" -> json.writeValueAsString((if (settings.clustering.isEmpty) settings.zOrderBy else Nil).toArray),
         "clusterBy" -> json.writeValueAsString((if (settings.clustering.isEmpty) Nil else settings.zOrderBy).toArray),
-        "auto" -> auto.toString), metrics)
+        "auto" -> auto.toString) ++ // delta-spark records isFull for clustered tables only
+        (if (settings.clustering.isEmpty) Nil else Seq("isFull" -> full.toString)), metrics)
     }
   }
 
@@ -215,6 +221,8 @@ final case class OptimizeSettings(selects: Map[String, Option[String]] => Boolea
                                   clusteringPaths: Seq[Seq[String]] = Nil) {
   /** The column paths the rows are laid out by (none: bin-packing). */
   def layout: Seq[Seq[String]] = if (clusteringPaths.nonEmpty) clusteringPaths else zOrderBy.map(Seq(_))
+  /** The curve they are laid out along: delta-spark's for liquid clustering, Z-order for ZORDER BY. */
+  def curve: Curve = if (clusteringPaths.nonEmpty) Curve.forClustering(clusteringPaths.size) else Curve.ZOrder
 }
 
 object OptimizeSettings {
@@ -241,6 +249,9 @@ object OptimizeSettings {
     val numIndexed = conf.numIndexedColumns
     val dataFields = table.schema.fields.filterNot(f => parts.contains(f.name))
     val clustering = Clustering.columns(snapshot)
+    if (request.full && clustering.isEmpty) throw invalid("full", s"is true, but ${snapshot.tablePath} is not a " +
+      "clustered table (OPTIMIZE FULL reclusters a clustered table's files)", "full => false, or a table with " +
+      "clustering columns (ALTER TABLE ... CLUSTER BY (...))")
     if (clustering.nonEmpty && !request.auto) return OptimizeClustering.settings(snapshot, request, clustering, selects, predicateSql,
       request.targetFileSize.getOrElse(conf(WriteSettings.OptimizeTargetFileSize)))
     val zOrderBy = request.zOrderBy.map { c =>
