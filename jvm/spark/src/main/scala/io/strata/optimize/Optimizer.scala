@@ -132,8 +132,16 @@ object Optimizer {
     /** Commits one batch; on a conflict, retries without the groups whose files a winner removed. */
     private def commit(batch: Seq[RewrittenGroup]): Unit = {
       var pending = batch
+      // A clustered table's later batch commits on the latest snapshot (our own commits wrote the domain).
+      val base = if (settings.clustering.isEmpty || versions.isEmpty) snapshot else {
+        val latest = log.snapshot()
+        val (ok, lost) = LaterBatch.rebase(snapshot, latest, pending.map(_.group))
+        lost.foreach { case (group, e) => pending.find(_.group == group).foreach(lose(_, e)) }
+        pending = pending.filter(g => ok.contains(g.group))
+        latest
+      }
       while (pending.nonEmpty) {
-        val txn = log.startTransaction(Some(snapshot))
+        val txn = log.startTransaction(Some(base))
         // A clustered table's rewrite restates its clustering domain: a concurrent CLUSTER BY change (a write of the
         // same domain) then conflicts, rather than files clustered by old columns being marked as the new ones'.
         if (settings.clustering.nonEmpty) txn.writeDomain(Clustering.domain(settings.clustering))
@@ -149,22 +157,23 @@ object Optimizer {
           pending = Nil
         } catch {
           case e: ConcurrentModificationException =>
-            val removed = removedSince(snapshot.version)
+            val removed = removedSince(base.version)
             val (lost, rest) = pending.partition(_.group.files.exists(f => removed(abs(f.path))))
             val gone = if (lost.isEmpty) pending else lost
-            gone.foreach { g =>
-              logger.warn(s"OPTIMIZE of ${log.tablePath}: ${g.group.describe(partitionColumns)} not committed: " +
-                e.getMessage)
-              g.discard(hadoopConf)
-              settled += g.group.index
-              conflicts += (g.group -> e)
-            }
+            gone.foreach(lose(_, e))
             pending = if (lost.isEmpty) Nil else rest
           case e: StrataException => // raised before the version file was created: the files are unreferenced
             pending.foreach { g => g.discard(hadoopConf); settled += g.group.index }
             throw e
         }
       }
+    }
+
+    private def lose(g: RewrittenGroup, e: ConcurrentModificationException): Unit = {
+      logger.warn(s"OPTIMIZE of ${log.tablePath}: ${g.group.describe(partitionColumns)} not committed: " + e.getMessage)
+      g.discard(hadoopConf)
+      settled += g.group.index
+      conflicts += (g.group -> e)
     }
 
     private def abs(path: String): String = Snapshot.absolutePath(log.tablePath, path).toString
