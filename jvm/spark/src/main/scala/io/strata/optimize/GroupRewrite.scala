@@ -20,7 +20,8 @@ final class RewrittenGroup(val group: OptimizeGroup, val added: Seq[AddFile], ta
 
 /**
  * One group's Spark job: reads exactly the group's files through the table's reader (deletion vectors applied, so
- * deleted rows are gone), lays the rows out (bin-packing: one task, one file; Z-order or clustering: [[ZOrder.cluster]] along `curve` into
+ * deleted rows are gone), lays the rows out (bin-packing: one task, one file; Z-order or clustering:
+ * [[ZOrder.cluster]] along `curve` into
  * about `bytes / target` files) and writes them with the V1 path's writer and commit protocol ([[DirectCommitProtocol]]:
  * final names with the job's UUID, statistics from the footers, cleanup when the job fails) into the partition's
  * directory. The new files carry the group's partition values verbatim, not values parsed back from a directory.

@@ -11,9 +11,9 @@ import org.apache.spark.sql.types._
 /**
  * Clustering of a DataFrame's rows along a space-filling [[Curve]] (OPTIMIZE ZORDER BY: Z-order; liquid clustering:
  * delta-spark's choice, Hilbert for two or more columns). Each column's values are cut into
- * `2^bits` ranges of about equal row counts (bounds: quantiles of a row sample), a row's range ids give its position
- * on the curve (its z-value; Z-order: the ids' bits interleaved), and the rows are range-partitioned by z-value into the
- * requested number of files, sorted by z-value within each. Rows close in every column then share files, so the
+ * `2^bits` ranges of about equal row counts (bounds: quantiles of a row sample), a row's range ids give its
+ * position on the curve (its z-value; Z-order: the ids' bits interleaved), and the rows are range-partitioned by
+ * z-value into the requested number of files, sorted by z-value within each. Rows close in every column then share files, so the
  * files' min/max statistics stay narrow in all the columns at once and a filter on any of them skips most files.
  */
 object ZOrder {
