@@ -52,9 +52,14 @@ def detail(peer: Peer, path: Path) -> dict[str, Any]:
     return row
 
 
-def optimize(spark: SparkSession, path: Path) -> dict[str, Any]:
-    result: dict[str, Any] = spark.sql(f"CALL strata.system.optimize(table => '{path}')").collect()[0].asDict()
+def optimize(spark: SparkSession, path: Path, full: bool = False) -> dict[str, Any]:
+    result: dict[str, Any] = spark.sql(
+        f"CALL strata.system.optimize(table => '{path}', full => {str(full).lower()})").collect()[0].asDict()
     return result
+
+
+def cube_tags(path: Path, tag: str) -> set[str | None]:
+    return {a.get("tags", {}).get(tag) for a in log_state(path)[0].values()}
 
 
 def same_everywhere(spark: SparkSession, peer: Peer, path: Path) -> list[str]:
@@ -82,21 +87,31 @@ def test_delta_spark_clustered_table_read_written_and_optimized_by_strata(
     assert [r[0] for r in info[names.index("# Clustering Information") + 2:]] == ["k", "id"]
 
     spark.sql(rows_sql(s, 250, 300))
-    before, pending = set(log_state(path)[0]), unclustered(path)
-    assert pending >= 2  # delta-spark's insert after the change and Strata's
+    pending = unclustered(path)
+    old = {p for p, a in log_state(path)[0].items() if a.get("tags", {}).get("ZCUBE_ZORDER_BY") == '["id"]'}
+    assert pending >= 2 and old  # delta-spark's insert after the change and Strata's; its cube by (id)
     result = optimize(spark, path)
-    # delta-spark's cube is by (id), no longer the table's columns: reclustered with the new files.
-    assert result["files_removed"] == len(before) > pending and result["groups_conflicted"] == 0
+    # As delta-spark's: the cube by (id), no longer the table's columns, is left to OPTIMIZE FULL.
+    assert result["files_removed"] == pending and result["groups_conflicted"] == 0 and old <= set(log_state(path)[0])
+    assert cube_tags(path, "ZCUBE_ZORDER_CURVE") == {None, "hilbert"}  # delta-spark tags no curve
+    before = set(log_state(path)[0])
+    # delta-spark's statement through Strata's session extension: the (id) cube and the small (k, id) cube just made
+    full = spark.sql(f"OPTIMIZE {s} FULL").collect()[0].asDict()
+    assert full["files_removed"] == len(before) and full["groups_conflicted"] == 0
     after, _ = log_state(path)
     assert all(a.get("clusteringProvider") == "liquid" and a["tags"]["ZCUBE_ZORDER_BY"] == '["k","id"]'
-               for a in after.values())
-    commit = json.loads((path / "_delta_log" / f"{max(int(f.stem) for f in (path / '_delta_log').glob('*.json')):020d}"
-                                                 ".json").read_text().splitlines()[0])["commitInfo"]
+               and a["tags"]["ZCUBE_ZORDER_CURVE"] == "hilbert" for a in after.values())
+    commit = last_commit(path)[0]["commitInfo"]
     assert commit["operation"] == "OPTIMIZE" and commit["operationParameters"]["clusterBy"] == '["k","id"]'
     ours = same_everywhere(spark, peer, path)
     assert len(ours) == 300 and optimize(spark, path)["files_removed"] == 0  # nothing left to cluster
 
-    peer.call("sql", statements=[rows_sql(d, 300, 320), f"OPTIMIZE {d}"])
+    # delta-spark's OPTIMIZE FULL: reclusters its new files with Strata's small cube; the same rows everywhere.
+    peer.call("sql", statements=[rows_sql(d, 300, 320), f"OPTIMIZE {d} FULL"])
+    theirs = last_commit(path)[0]["commitInfo"]
+    # delta-spark writes the flag as a JSON boolean, Strata as a string (as its "auto"); both read it as "true"
+    assert str(theirs["operationParameters"]["isFull"]).lower() == commit["operationParameters"]["isFull"] == "true"
+    assert {a["remove"]["path"] for a in last_commit(path) if "remove" in a} >= set(after)
     assert detail(peer, path)["clusteringColumns"] == ["k", "id"] and unclustered(path) == 0
     assert len(same_everywhere(spark, peer, path)) == 320
 
@@ -118,10 +133,12 @@ def test_strata_clustered_tables_continued_by_delta_spark(
     assert detail(peer, path)["clusteringColumns"] == ["v", "k"] and unclustered(path) == 0
     assert len(same_everywhere(spark, peer, path)) == 260
     # delta-spark's OPTIMIZE left Strata's cube by (id) alone (other columns: only its OPTIMIZE FULL takes them);
-    # Strata's takes it as unclustered and merges it with delta-spark's small cube; then nothing is left to do.
+    # so does Strata's (one small cube of the current columns: nothing to do); FULL (Python's full=True) takes both.
     files = log_state(path)[0]
     assert {a["tags"]["ZCUBE_ZORDER_BY"] for a in files.values()} == {'["id"]', '["v","k"]'}
-    assert optimize(spark, path)["files_removed"] == len(files)
+    assert optimize(spark, path)["files_removed"] == 0
+    assert strata.Table.for_path(spark, str(path)).optimize(full=True).files_removed == len(files)
+    assert cube_tags(path, "ZCUBE_ZORDER_BY") == {'["v","k"]'} and cube_tags(path, "ZCUBE_ZORDER_CURVE") == {"hilbert"}
     assert optimize(spark, path)["files_removed"] == 0 and len(same_everywhere(spark, peer, path)) == 260
 
     # The session catalog: CREATE ... CLUSTER BY, then CLUSTER BY NONE; writeTo().clusterBy() on the strata catalog.
@@ -180,14 +197,15 @@ def last_commit(path: Path) -> list[dict[str, Any]]:
 
 def test_zcubes_shared_with_delta_spark(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
     """delta-spark's incremental clustering and Strata's agree on ZCubes: each leaves the other's stable cubes and
-    reclusters only the new files; with the default min cube size (100g) both merge small cubes."""
+    reclusters only the new files (Strata's along the Hilbert curve, as delta-spark's); with the default min cube size
+    (100g) both merge small cubes."""
     path = tmp_path / "cubes"
     d, s = f"delta.`{path}`", f"strata.`{path}`"
-    peer.call("sql", statements=[f"CREATE TABLE {d} (id BIGINT, k STRING, v INT) USING delta CLUSTER BY (id)",
+    peer.call("sql", statements=[f"CREATE TABLE {d} (id BIGINT, k STRING, v INT) USING delta CLUSTER BY (id, k)",
                                  rows_sql(d, 0, 100), rows_sql(d, 100, 200), f"OPTIMIZE {d}"])
     theirs = log_state(path)[0]
     [cube] = {a["tags"]["ZCUBE_ID"] for a in theirs.values()}
-    assert all(a["clusteringProvider"] == "liquid" and a["tags"]["ZCUBE_ZORDER_BY"] == '["id"]'
+    assert all(a["clusteringProvider"] == "liquid" and a["tags"]["ZCUBE_ZORDER_BY"] == '["id","k"]'
                for a in theirs.values())
     # An append over the whole range; every cube stable: Strata's OPTIMIZE rewrites the new files only.
     spark.sql(rows_sql(s, 0, 200))
@@ -195,12 +213,14 @@ def test_zcubes_shared_with_delta_spark(spark: SparkSession, peer: Peer, tmp_pat
     spark.conf.set("spark.strata.optimize.clustering.minCubeSize", "1")
     try:
         assert optimize(spark, path)["files_removed"] == len(new)
+        assert optimize(spark, path, full=True)["files_removed"] == 0  # FULL too: both cubes stable, same columns
     finally:
         spark.conf.unset("spark.strata.optimize.clustering.minCubeSize")
     assert {a["remove"]["path"] for a in last_commit(path) if "remove" in a} == new
     ours = {p: a for p, a in log_state(path)[0].items() if p not in theirs}
     assert set(theirs) <= set(log_state(path)[0]) and len({a["tags"]["ZCUBE_ID"] for a in ours.values()}) == 1
-    assert all(a["tags"]["ZCUBE_ZORDER_BY"] == '["id"]' for a in ours.values())
+    assert all(a["tags"]["ZCUBE_ZORDER_BY"] == '["id","k"]' and a["tags"]["ZCUBE_ZORDER_CURVE"] == "hilbert"
+               for a in ours.values())
     assert len(same_everywhere(spark, peer, path)) == 400
     # The same from delta-spark's side: its OPTIMIZE with every cube stable leaves both cubes.
     threshold = "spark.databricks.delta.optimize.clustering.mergeStrategy.minCubeSize.threshold"

@@ -282,12 +282,14 @@ class Table:
         return table_detail(rows(self._call("detail")))
 
     def optimize(self, where: str | None = None, zorder_by: Sequence[str] | str | None = None,
-                 target_file_size: int | None = None) -> OptimizeResult:
+                 target_file_size: int | None = None, full: bool = False) -> OptimizeResult:
         """Compacts small files (``CALL <catalog>.system.optimize``): in the partitions ``where`` selects (SQL over
         partition columns; all without it), small files are rewritten into files of about ``target_file_size``
         bytes; with ``zorder_by`` every file there is rewritten with rows clustered on those columns, so filters on
         them skip files. Rewrites commit with ``dataChange = false`` in independent groups: concurrent appends go on,
-        and a concurrent change to a group's files loses that group only (``groups_conflicted``).
+        and a concurrent change to a group's files loses that group only (``groups_conflicted``). A clustered table
+        (``CLUSTER BY``) is clustered incrementally by its clustering columns; ``full=True`` (delta-spark's
+        ``OPTIMIZE t FULL``) also reclusters the files clustered by other columns.
 
         >>> t.optimize().files_removed
         40
@@ -301,8 +303,10 @@ class Table:
                                              or not isinstance(target_file_size, int) or target_file_size <= 0):
             raise InvalidOptionError(f"target_file_size must be a number of bytes > 0 or None; got "
                                      f"{target_file_size!r}")
+        if not isinstance(full, bool):
+            raise InvalidOptionError(f"full must be True or False; got {full!r}")
         return optimize_result(rows(self._call("optimize", where=where, zorder_by=check_column_names(zorder_by),
-                                                target_file_size=target_file_size)))
+                                                target_file_size=target_file_size, full=full or None)))
 
     def vacuum(self, retention_hours: float | None = None, dry_run: bool = False) -> VacuumResult:
         """Deletes files no version within the retention references (``CALL <catalog>.system.vacuum``): data and

@@ -19,12 +19,13 @@ object Clustering {
    * delta-spark's ZCube tags on a file a clustering wrote: the cube (one OPTIMIZE job's output) it belongs to, the
    * logical clustering column names it was clustered by (a JSON array, as Spark's `FieldReference` prints them:
    * `s.a`, `` `a b` ``), and the curve. Its incremental OPTIMIZE leaves large cubes of the current columns alone.
+   * delta-spark 4.x writes no curve tag (it reads none either; it lays cubes of two or more columns out by the
+   * Hilbert curve); Strata writes the curve it used in the tag delta-spark defines for it: `hilbert`, or `zorder`
+   * for one column.
    */
   val CubeIdTag = "ZCUBE_ID"
   val CubeColumnsTag = "ZCUBE_ZORDER_BY"
   val CubeCurveTag = "ZCUBE_ZORDER_CURVE"
-  /** The curve Strata's OPTIMIZE lays rows out by (delta-spark's liquid OPTIMIZE uses `hilbert`). */
-  val Curve = "zorder"
 
   /** The protocol a clustered table needs at least (writer version 7 with both features). */
   val protocol: Protocol = Protocol(1, 7, None, Some(Set(Feature, DomainWrites.Feature)))
@@ -54,12 +55,15 @@ object Clustering {
 
   def domain(columns: Seq[Seq[String]]): DomainMetadata = DomainMetadata(Domain, encode(columns), removed = false)
 
-  /** `add` as written into cube `cubeId` by a clustering by `names` (logical): provider `liquid` and the cube tags. */
-  def clustered(add: AddFile, cubeId: String, names: Seq[String]): AddFile = {
+  /**
+   * `add` as written into cube `cubeId` by a clustering by `names` (logical) along `curve` (`hilbert`, `zorder`):
+   * provider `liquid` and the cube tags.
+   */
+  def clustered(add: AddFile, cubeId: String, names: Seq[String], curve: String): AddFile = {
     val extra = add.extra.map(_.deepCopy()).getOrElse(ActionCodec.mapper.createObjectNode())
     extra.put("clusteringProvider", Provider)
     add.copy(extra = Some(extra), tags = add.tags ++ Map(CubeIdTag -> cubeId,
-      CubeColumnsTag -> ActionCodec.mapper.writeValueAsString(names.toArray), CubeCurveTag -> Curve))
+      CubeColumnsTag -> ActionCodec.mapper.writeValueAsString(names.toArray), CubeCurveTag -> curve))
   }
 
   def provider(add: AddFile): Option[String] =

@@ -110,10 +110,10 @@ class DomainMetadataSuite extends AnyFunSuite with LogTestSupport {
     assert(Clustering.decode("""{"clusteringColumns":["col-1","col-2"]}""") == Seq(Seq("col-1"), Seq("col-2")))
     assert(Clustering.decode("""{"clusteringColumns":[]}""").isEmpty)
     val add = AddFile("f.parquet", Map.empty, 1, 1, dataChange = false)
-    val done = ActionCodec.parse(ActionCodec.serialize(Clustering.clustered(add, "cube-1", Seq("a", "s.b"))))
+    val done = ActionCodec.parse(ActionCodec.serialize(Clustering.clustered(add, "cube-1", Seq("a", "s.b"), "hilbert")))
       .asInstanceOf[AddFile] // delta-spark's ZCube tags survive the log's JSON
     assert(Clustering.provider(done).contains("liquid") && Clustering.cube(done).contains(("cube-1", Seq("a", "s.b"))))
-    assert(done.tags("ZCUBE_ZORDER_BY") == """["a","s.b"]""" && done.tags("ZCUBE_ZORDER_CURVE") == "zorder")
+    assert(done.tags("ZCUBE_ZORDER_BY") == """["a","s.b"]""" && done.tags("ZCUBE_ZORDER_CURVE") == "hilbert")
     assert(Clustering.cube(add).isEmpty && Clustering.cube(add.copy(tags = Map("ZCUBE_ID" -> "x"))).isEmpty)
   }
 }

@@ -174,6 +174,14 @@ object WriteSettings {
     10, "a whole number > 0")(v => wholeNumber(1, Int.MaxValue)(v).map(_.toInt))
 
   /**
+   * Input bytes per commit of a clustered table's OPTIMIZE (delta-spark's `optimize.batchSize`): its new cubes, in
+   * plan order, are cut into batches of at most this many bytes of rewritten files (a larger cube alone), each batch
+   * one commit, so a long run keeps its progress. Default: no limit, one commit.
+   */
+  val OptimizeBatchSize = setting[Long]("optimize batch size", session = "spark.strata.optimize.batchSize")(
+    Long.MaxValue, "a number of bytes > 0, optionally with a unit (10g)")(StrataOptions.byteSize)
+
+  /**
    * Liquid clustering's ZCubes (delta-spark's `optimize.clustering.mergeStrategy.minCubeSize.*`): a cube of at least
    * `minCubeSize` bytes is stable (OPTIMIZE leaves it); new cubes take files up to `targetCubeSize` (at least the min).
    */
@@ -189,7 +197,7 @@ object WriteSettings {
     TxnVersion, ReplaceWhere, PartitionOverwriteMode, MergeSchema, OverwriteSchema, OptimizeWrite, Distribution,
     MaxOpenFiles, TargetFileSize, InlineVectorBytes, NumIndexedColumns, AutoCompact, AutoCompactMinNumFiles,
     AutoCompactMinFileSize, AutoCompactMaxFileSize, OptimizeTargetFileSize, OptimizeMaxThreads, OptimizeMaxCommits,
-    ClusteringMinCubeSize, ClusteringTargetCubeSize)
+    OptimizeBatchSize, ClusteringMinCubeSize, ClusteringTargetCubeSize)
 
   /** The write options `entry` accepts (besides `path`). */
   def optionsOf(entry: WriteEntry): Seq[WriteSetting[_]] = all.filter(s => s.option.isDefined && s.entries(entry))

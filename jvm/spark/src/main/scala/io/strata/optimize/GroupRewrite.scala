@@ -20,21 +20,22 @@ final class RewrittenGroup(val group: OptimizeGroup, val added: Seq[AddFile], ta
 
 /**
  * One group's Spark job: reads exactly the group's files through the table's reader (deletion vectors applied, so
- * deleted rows are gone), lays the rows out (bin-packing: one task, one file; Z-order: [[ZOrder.cluster]] into
+ * deleted rows are gone), lays the rows out (bin-packing: one task, one file; Z-order or clustering:
+ * [[ZOrder.cluster]] along `curve` into
  * about `bytes / target` files) and writes them with the V1 path's writer and commit protocol ([[DirectCommitProtocol]]:
  * final names with the job's UUID, statistics from the footers, cleanup when the job fails) into the partition's
  * directory. The new files carry the group's partition values verbatim, not values parsed back from a directory.
  */
 object GroupRewrite {
   def run(spark: SparkSession, snapshot: Snapshot, group: OptimizeGroup, targetFileSize: Long, zOrderBy: Seq[Seq[String]],
-          numIndexedCols: Int): RewrittenGroup = {
+          numIndexedCols: Int, curve: Curve = Curve.ZOrder): RewrittenGroup = {
     val table = TableSchema.of(snapshot.metadata)
     val dataColumns = table.schema.fields.map(_.name).filterNot(table.partitionColumns.contains)
     val rows = spark.baseRelationToDataFrame(SnapshotReader.relation(spark, snapshot, Some(group.files)))
     val data = rows.select(dataColumns.map(c => rows.col("`" + c.replace("`", "``") + "`")).toIndexedSeq: _*)
     val laidOut = if (zOrderBy.isEmpty) data.coalesce(1) else {
       val numFiles = math.max(1L, math.min(Int.MaxValue.toLong, (group.bytes + targetFileSize - 1) / targetFileSize))
-      ZOrder.cluster(data, zOrderBy, numFiles.toInt, group.logicalRows)
+      ZOrder.cluster(data, zOrderBy, numFiles.toInt, group.logicalRows, curve)
     }
     val root = snapshot.tablePath.toString
     val directory = if (table.partitionColumns.isEmpty) None else

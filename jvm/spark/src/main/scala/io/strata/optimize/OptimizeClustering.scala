@@ -5,9 +5,10 @@ import io.strata.table.{ClusteringColumns, TableSchema}
 
 /**
  * OPTIMIZE of a clustered table (liquid clustering), as delta-spark's incremental clustering does it: the files not
- * in a ZCube of the current clustering columns, and the small cubes ([[ZCubes]]), are laid out by the Z-order of
- * those columns ([[ZOrder]]), each bin of them a new cube of `clusteringProvider = liquid` files with delta-spark's
- * cube tags ([[io.strata.log.Clustering]]); large cubes stay. Like delta-spark, it takes no `zorder_by` (the table's
+ * in a ZCube, and the small cubes of the current clustering columns ([[ZCubes]]), are laid out along delta-spark's
+ * curve of those columns ([[Curve.forClustering]]: Hilbert, Z-order for one column; [[ZOrder]]), each bin of them a
+ * new cube of `clusteringProvider = liquid` files with delta-spark's cube tags ([[io.strata.log.Clustering]]) and
+ * the curve; large cubes stay. Like delta-spark, it takes no `zorder_by` (the table's
  * columns decide). Clustering columns may be nested fields (`s.a`).
  */
 object OptimizeClustering {
@@ -25,15 +26,24 @@ object OptimizeClustering {
   }
 
   /**
-   * The groups of an OPTIMIZE of a clustered table (never partitioned): one per new cube, in one commit. Empty when
-   * nothing is unclustered and at most one small cube exists (delta-spark's rule: reclustering it alone changes
-   * nothing).
+   * The groups of an OPTIMIZE of a clustered table (never partitioned): one per new cube ([[ZCubes]] chooses the
+   * files; `full`: OPTIMIZE FULL), committed in batches of at most `batchSize` bytes of rewritten files (delta-spark's
+   * `optimize.batchSize`; a larger cube alone). Empty when nothing is unclustered and at most one small cube exists
+   * (delta-spark's rule: reclustering it alone changes nothing).
    */
-  def plan(snapshot: Snapshot, settings: OptimizeSettings, minCubeSize: Long, targetCubeSize: Long): OptimizePlan = {
-    val files = ZCubes.candidates(snapshot.files, settings.zOrderBy, minCubeSize)
+  def plan(snapshot: Snapshot, settings: OptimizeSettings, minCubeSize: Long, targetCubeSize: Long, batchSize: Long,
+           full: Boolean): OptimizePlan = {
+    val files = ZCubes.candidates(snapshot.files, settings.zOrderBy, minCubeSize, full)
     val groups = OptimizePlanner.pack(files, math.max(minCubeSize, targetCubeSize)).zipWithIndex.map { case (b, i) =>
       OptimizeGroup(i + 1, Map.empty, b)
     }
-    if (groups.isEmpty) OptimizePlan(Nil, 0, 0) else OptimizePlan(Seq(groups), 1, files.size)
+    if (groups.isEmpty) return OptimizePlan(Nil, 0, 0)
+    val batches = Seq.newBuilder[Seq[OptimizeGroup]]
+    var batch = Vector.empty[OptimizeGroup]
+    groups.foreach { g =>
+      if (batch.nonEmpty && batch.map(_.bytes).sum + g.bytes > batchSize) { batches += batch; batch = Vector.empty }
+      batch :+= g
+    }
+    OptimizePlan(batches.result() :+ batch, 1, files.size)
   }
 }

@@ -17,7 +17,8 @@ import scala.util.control.NonFatal
  * 128 MiB; `minInputFiles`: bins with fewer files are left alone (unless a file has a deletion vector);
  * `partitions`: only these partitions (auto-compaction: the ones a commit touched), on top of `where`;
  * `smallFileSize`: bin-packing candidates are the files below it (default: the target); `maxCommits`: overrides
- * `spark.strata.optimize.maxCommits`.
+ * `spark.strata.optimize.maxCommits`; `full`: OPTIMIZE FULL of a clustered table (also reclusters the cubes of other
+ * clustering columns or providers, [[ZCubes]]).
  */
 final case class OptimizeRequest(
     where: Option[String] = None,
@@ -27,7 +28,8 @@ final case class OptimizeRequest(
     auto: Boolean = false,
     partitions: Option[Seq[Map[String, Option[String]]]] = None,
     smallFileSize: Option[Long] = None,
-    maxCommits: Option[Int] = None)
+    maxCommits: Option[Int] = None,
+    full: Boolean = false)
 
 /** What an optimize did. `conflicts`: each group lost to a concurrent change, with the typed conflict. */
 final case class OptimizeResult(
@@ -64,7 +66,8 @@ object Optimizer {
     // A clustered table clusters incrementally by ZCubes; auto-compaction of one bin-packs only its unclustered
     // files (clustered ones keep their layout).
     val plan = if (settings.clustering.nonEmpty) OptimizeClustering.plan(snapshot, settings,
-      conf(WriteSettings.ClusteringMinCubeSize), conf(WriteSettings.ClusteringTargetCubeSize))
+      conf(WriteSettings.ClusteringMinCubeSize), conf(WriteSettings.ClusteringTargetCubeSize),
+      conf(WriteSettings.OptimizeBatchSize), request.full)
     else {
       val clustering = Clustering.columns(snapshot)
       OptimizePlanner.plan(snapshot, v => settings.selects(v) && partitions.forall(_.contains(v)),
@@ -74,11 +77,11 @@ object Optimizer {
         f => clustering.isEmpty || Clustering.provider(f).isEmpty)
     }
     if (plan.isEmpty) return OptimizeResult.empty
-    new Run(spark, log, snapshot, plan, settings, conf, request.auto).execute()
+    new Run(spark, log, snapshot, plan, settings, conf, request.auto, request.full).execute()
   }
 
   private final class Run(spark: SparkSession, log: TableLog, snapshot: Snapshot, plan: OptimizePlan,
-                          settings: OptimizeSettings, conf: WriteConf, auto: Boolean) {
+                          settings: OptimizeSettings, conf: WriteConf, auto: Boolean, full: Boolean) {
     private val hadoopConf = log.conf
     private val partitionColumns = io.strata.table.PhysicalSchema.physicalColumns(
       io.strata.table.TableSchema.of(snapshot.metadata).schema, snapshot.metadata.partitionColumns) // the log's keys
@@ -97,7 +100,8 @@ object Optimizer {
         g.index -> pool.submit(new Callable[RewrittenGroup] {
           override def call(): RewrittenGroup = {
             SparkSession.setActiveSession(spark)
-            GroupRewrite.run(spark, snapshot, g, settings.targetFileSize, settings.layout, numIndexedCols)
+            GroupRewrite.run(spark, snapshot, g, settings.targetFileSize, settings.layout, numIndexedCols,
+              settings.curve)
           }
         })
       }.toMap
@@ -128,13 +132,22 @@ object Optimizer {
     /** Commits one batch; on a conflict, retries without the groups whose files a winner removed. */
     private def commit(batch: Seq[RewrittenGroup]): Unit = {
       var pending = batch
+      // A clustered table's later batch commits on the latest snapshot (our own commits wrote the domain).
+      val base = if (settings.clustering.isEmpty || versions.isEmpty) snapshot else {
+        val latest = log.snapshot()
+        val (ok, lost) = LaterBatch.rebase(snapshot, latest, pending.map(_.group))
+        lost.foreach { case (group, e) => pending.find(_.group == group).foreach(lose(_, e)) }
+        pending = pending.filter(g => ok.contains(g.group))
+        latest
+      }
       while (pending.nonEmpty) {
-        val txn = log.startTransaction(Some(snapshot))
+        val txn = log.startTransaction(Some(base))
         // A clustered table's rewrite restates its clustering domain: a concurrent CLUSTER BY change (a write of the
         // same domain) then conflicts, rather than files clustered by old columns being marked as the new ones'.
         if (settings.clustering.nonEmpty) txn.writeDomain(Clustering.domain(settings.clustering))
         val added = pending.flatMap(g => g.added.map(f =>
-          if (settings.clustering.isEmpty) f else Clustering.clustered(f, cubeIds(g.group.index), settings.zOrderBy)))
+          if (settings.clustering.isEmpty) f
+          else Clustering.clustered(f, cubeIds(g.group.index), settings.zOrderBy, settings.curve.name)))
         val op = TableOperation.RewriteFiles(pending.flatMap(_.group.files), added)
         try {
           val result = txn.commit(op, Nil, operation(pending))
@@ -144,22 +157,23 @@ object Optimizer {
           pending = Nil
         } catch {
           case e: ConcurrentModificationException =>
-            val removed = removedSince(snapshot.version)
+            val removed = removedSince(base.version)
             val (lost, rest) = pending.partition(_.group.files.exists(f => removed(abs(f.path))))
             val gone = if (lost.isEmpty) pending else lost
-            gone.foreach { g =>
-              logger.warn(s"OPTIMIZE of ${log.tablePath}: ${g.group.describe(partitionColumns)} not committed: " +
-                e.getMessage)
-              g.discard(hadoopConf)
-              settled += g.group.index
-              conflicts += (g.group -> e)
-            }
+            gone.foreach(lose(_, e))
             pending = if (lost.isEmpty) Nil else rest
           case e: StrataException => // raised before the version file was created: the files are unreferenced
             pending.foreach { g => g.discard(hadoopConf); settled += g.group.index }
             throw e
         }
       }
+    }
+
+    private def lose(g: RewrittenGroup, e: ConcurrentModificationException): Unit = {
+      logger.warn(s"OPTIMIZE of ${log.tablePath}: ${g.group.describe(partitionColumns)} not committed: " + e.getMessage)
+      g.discard(hadoopConf)
+      settled += g.group.index
+      conflicts += (g.group -> e)
     }
 
     private def abs(path: String): String = Snapshot.absolutePath(log.tablePath, path).toString
@@ -191,7 +205,8 @@ object Optimizer {
         "predicate" -> json.writeValueAsString(settings.predicateSql.toArray),
         "zOrderBy" -> json.writeValueAsString((if (settings.clustering.isEmpty) settings.zOrderBy else Nil).toArray),
         "clusterBy" -> json.writeValueAsString((if (settings.clustering.isEmpty) Nil else settings.zOrderBy).toArray),
-        "auto" -> auto.toString), metrics)
+        "auto" -> auto.toString) ++ // delta-spark records isFull for clustered tables only
+        (if (settings.clustering.isEmpty) Nil else Seq("isFull" -> full.toString)), metrics)
     }
   }
 
@@ -215,6 +230,8 @@ final case class OptimizeSettings(selects: Map[String, Option[String]] => Boolea
                                   clusteringPaths: Seq[Seq[String]] = Nil) {
   /** The column paths the rows are laid out by (none: bin-packing). */
   def layout: Seq[Seq[String]] = if (clusteringPaths.nonEmpty) clusteringPaths else zOrderBy.map(Seq(_))
+  /** The curve they are laid out along: delta-spark's for liquid clustering, Z-order for ZORDER BY. */
+  def curve: Curve = if (clusteringPaths.nonEmpty) Curve.forClustering(clusteringPaths.size) else Curve.ZOrder
 }
 
 object OptimizeSettings {
@@ -241,6 +258,9 @@ object OptimizeSettings {
     val numIndexed = conf.numIndexedColumns
     val dataFields = table.schema.fields.filterNot(f => parts.contains(f.name))
     val clustering = Clustering.columns(snapshot)
+    if (request.full && clustering.isEmpty) throw invalid("full", s"is true, but ${snapshot.tablePath} is not a " +
+      "clustered table (OPTIMIZE FULL reclusters a clustered table's files)", "full => false, or a table with " +
+      "clustering columns (ALTER TABLE ... CLUSTER BY (...))")
     if (clustering.nonEmpty && !request.auto) return OptimizeClustering.settings(snapshot, request, clustering, selects, predicateSql,
       request.targetFileSize.getOrElse(conf(WriteSettings.OptimizeTargetFileSize)))
     val zOrderBy = request.zOrderBy.map { c =>

@@ -9,10 +9,11 @@ import org.apache.spark.sql.strata.SparkInternals
 import org.apache.spark.sql.types._
 
 /**
- * Z-order clustering of a DataFrame's rows (OPTIMIZE ZORDER BY). Each Z-order column's values are cut into
- * `2^bits` ranges of about equal row counts (bounds: quantiles of a row sample), a row's range ids are interleaved
- * bit by bit into one z-value (a point on the Z curve), and the rows are range-partitioned by z-value into the
- * requested number of files, sorted by z-value within each. Rows close in every column then share files, so the
+ * Clustering of a DataFrame's rows along a space-filling [[Curve]] (OPTIMIZE ZORDER BY: Z-order; liquid clustering:
+ * delta-spark's choice, Hilbert for two or more columns). Each column's values are cut into
+ * `2^bits` ranges of about equal row counts (bounds: quantiles of a row sample), a row's range ids give its
+ * position on the curve (its z-value; Z-order: the ids' bits interleaved), and the rows are range-partitioned by
+ * z-value into the requested number of files, sorted by z-value within each. Rows close in every column then share files, so the
  * files' min/max statistics stay narrow in all the columns at once and a filter on any of them skips most files.
  */
 object ZOrder {
@@ -35,7 +36,8 @@ object ZOrder {
    * `df`'s rows clustered by the Z-order of `columns` (paths: a top-level column, or a nested field) into `numFiles` partitions (one file each when written).
    * `rows`: how many rows `df` has, if known (the sample's fraction); otherwise they are counted.
    */
-  def cluster(df: DataFrame, columns: Seq[Seq[String]], numFiles: Int, rows: Option[Long]): DataFrame = {
+  def cluster(df: DataFrame, columns: Seq[Seq[String]], numFiles: Int, rows: Option[Long],
+              curve: Curve = Curve.ZOrder): DataFrame = {
     val bits = bitsPerColumn(columns.size)
     val ranges = 1 << bits
     val types = columns.map(c => c.tail.foldLeft(df.schema(c.head).dataType)((t, p) =>
@@ -49,10 +51,11 @@ object ZOrder {
       columns.indices.map(i => CatalystTypeConverters.convertToCatalyst(r.get(i))).toArray)
     val bounds = columns.indices.map(i => quantiles(values.map(_(i)).filter(_ != null), types(i), ranges))
     val searches = columns.indices.map(i => RangeIndex.search(bounds(i), types(i)))
-    val zSample = values.map(v => ZValue.interleave(columns.indices.map(i =>
+    val zSample = values.map(v => curve.index(columns.indices.map(i =>
       if (v(i) == null) 0 else searches(i)(v(i))).toArray, bits))
     val cuts = quantiles(zSample, LongType, numFiles)
-    val z = ZValue(columns.indices.map(i => RangeIndex(expression(df.col(quote(columns(i)))), bounds(i), types(i))), bits)
+    val z = ZValue(columns.indices.map(i => RangeIndex(expression(df.col(quote(columns(i)))), bounds(i), types(i))),
+      bits, curve)
     val withZ = df.withColumn(ZColumn, column(z))
     val fileId = RangeIndex(expression(withZ.col(ZColumn)), cuts, LongType)
     withZ.repartitionById(numFiles, column(fileId)).sortWithinPartitions(withZ.col(ZColumn)).drop(ZColumn)
@@ -116,8 +119,8 @@ object RangeIndex {
   }
 }
 
-/** The z-value of a row: its columns' range ids (`bits` bits each, most significant first) interleaved. */
-final case class ZValue(children: Seq[Expression], bits: Int) extends Expression with CodegenFallback {
+/** The z-value of a row: its columns' range ids (`bits` bits each) as a position on `curve`. */
+final case class ZValue(children: Seq[Expression], bits: Int, curve: Curve) extends Expression with CodegenFallback {
   override def dataType: DataType = LongType
   override def nullable: Boolean = false
 
@@ -125,22 +128,9 @@ final case class ZValue(children: Seq[Expression], bits: Int) extends Expression
     val ids = new Array[Int](children.size)
     var i = 0
     while (i < ids.length) { ids(i) = children(i).eval(input).asInstanceOf[Int]; i += 1 }
-    ZValue.interleave(ids, bits)
+    curve.index(ids, bits)
   }
 
   override protected def withNewChildrenInternal(newChildren: IndexedSeq[Expression]): ZValue =
     copy(children = newChildren)
-}
-
-object ZValue {
-  def interleave(ids: Array[Int], bits: Int): Long = {
-    var z = 0L
-    var bit = bits - 1
-    while (bit >= 0) {
-      var i = 0
-      while (i < ids.length) { z = (z << 1) | ((ids(i) >>> bit) & 1); i += 1 }
-      bit -= 1
-    }
-    z
-  }
 }

@@ -6,8 +6,9 @@ import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.sql.types._
 
 /**
- * `optimize(table, where, zorder_by, target_file_size, min_input_files)`: compacts small files (bin-packing) or
- * clusters the rows of the selected partitions by Z-order, in `dataChange=false` commits ([[Optimizer]]).
+ * `optimize(table, where, zorder_by, target_file_size, min_input_files, full)`: compacts small files (bin-packing) or
+ * clusters the rows of the selected partitions by Z-order, in `dataChange=false` commits ([[Optimizer]]); a
+ * clustered table is clustered incrementally, `full => true` being delta-spark's `OPTIMIZE t FULL`.
  */
 object OptimizeProcedure extends StrataProcedure {
   override def name(): String = "optimize"
@@ -29,7 +30,9 @@ object OptimizeProcedure extends StrataProcedure {
     optional("where", StringType, "SQL predicate over partition columns choosing the partitions (default: all)"),
     optional("zorder_by", ArrayType(StringType), "data columns to cluster the rows by (Z-order)"),
     optional("target_file_size", LongType, "bytes per output file (default: delta.targetFileSize, else 128 MiB)"),
-    optional("min_input_files", IntegerType, "bin-packing rewrites groups of at least this many files (default 2)"))
+    optional("min_input_files", IntegerType, "bin-packing rewrites groups of at least this many files (default 2)"),
+    optional("full", BooleanType, "a clustered table: also recluster the files clustered by other columns " +
+      "(OPTIMIZE FULL; default false)"))
 
   protected def run(spark: SparkSession, args: ProcedureArgs): Seq[Row] = {
     val target = args.long("target_file_size")
@@ -40,7 +43,8 @@ object OptimizeProcedure extends StrataProcedure {
     val zOrder = args.strings("zorder_by").getOrElse(Nil)
     zOrder.find(_.trim.isEmpty).foreach(_ => throw args.invalid("zorder_by", "holds an empty name", "column names"))
     val table = ProcedureTable.resolve(spark, args.requiredString("table"))
-    Seq(row(Optimizer.run(spark, table.log, OptimizeRequest(args.string("where"), zOrder, target, minFiles))))
+    Seq(row(Optimizer.run(spark, table.log, OptimizeRequest(args.string("where"), zOrder, target, minFiles,
+      full = args.boolean("full").getOrElse(false)))))
   }
 
   def row(r: OptimizeResult): Row = Row(r.filesRemoved, r.filesAdded, r.bytesRemoved, r.bytesAdded,

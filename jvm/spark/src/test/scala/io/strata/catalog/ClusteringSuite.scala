@@ -11,7 +11,8 @@ import org.scalatest.funsuite.AnyFunSuite
  * either way round, and two writers of the clustering domain. delta-spark interop is in tests/test_clustering.py.
  */
 class ClusteringSuite extends AnyFunSuite with DmlTestSupport {
-  private def optimize(t: String): Row = spark.sql(s"CALL strata.system.optimize(table => '$t')").head()
+  private def optimize(t: String, full: Boolean = false): Row =
+    spark.sql(s"CALL strata.system.optimize(table => '$t', full => $full)").head()
   private def removedAdded(r: Row): (Long, Long, Int) =
     (r.getAs[Long]("files_removed"), r.getAs[Long]("files_added"), r.getAs[Int]("groups_conflicted"))
   private def clustering(t: String): Seq[Seq[String]] = Clustering.columns(log(t).snapshot())
@@ -66,7 +67,13 @@ class ClusteringSuite extends AnyFunSuite with DmlTestSupport {
     assert(removedAdded(optimize(t)) == ((2L, 1L, 0)) && cubes(t).size == 1)
     spark.sql(s"ALTER TABLE $t CLUSTER BY (k)")
     assert(clustering(t) == Seq(Seq("k")) && lastCommit(t).json.get("operation").asText == "CLUSTER BY")
-    assert(removedAdded(optimize(t))._1 == 1L) // its cube is by id: unclustered for the new columns
+    // As delta-spark: its cube is by id, which OPTIMIZE leaves to OPTIMIZE FULL (a stable cube of id, too).
+    assert(removedAdded(optimize(t)) == ((0L, 0L, 0)))
+    withConf("spark.strata.optimize.clustering.minCubeSize", "1") {
+      assert(removedAdded(spark.sql(s"OPTIMIZE $t FULL").head()) == ((1L, 1L, 0))) // delta-spark's statement
+      assert(lastCommit(t).json.get("operationParameters").get("isFull").asText == "true")
+      assert(removedAdded(optimize(t, full = true)) == ((0L, 0L, 0))) // FULL keeps stable cubes of (k)
+    }
     assert(cubes(t).values.flatten.forall(f => Clustering.cube(f).exists(_._2 == Seq("k"))))
     assert(rowsOf(t, "count(*), sum(id)") == Seq(Row(200L, (0L until 50).sum + (100L until 150).sum +
       (200L until 250).sum + (0L until 50).map(_ * 5).sum)))
@@ -82,6 +89,8 @@ class ClusteringSuite extends AnyFunSuite with DmlTestSupport {
       .contains("column v has no statistics"))
     assert(error(s"CALL strata.system.optimize(table => '$t', zorder_by => array('id'))").contains("clustered table"))
     val partitioned = freshTable("clustering", "(a INT, p INT) USING strata PARTITIONED BY (p)")
+    assert(error(s"CALL strata.system.optimize(table => '$partitioned', full => true)").contains(
+      "is not a clustered table (OPTIMIZE FULL reclusters a clustered table's files)"))
     assert(error(s"ALTER TABLE $partitioned CLUSTER BY (a)").contains("either partitioned or clustered"))
     assert(error(s"ALTER TABLE $partitioned CLUSTER BY NONE").contains("not a clustered table"))
     assert(clustering(t) == Seq(Seq("v")))
@@ -163,10 +172,41 @@ class ClusteringSuite extends AnyFunSuite with DmlTestSupport {
       (id * 7919 + id / 500) % 1000).sum)))
     spark.sql(s"ALTER TABLE $t RENAME COLUMN s.a TO c")
     assert(clustering(t) == Seq(Seq(ps, pa)))
-    assert(removedAdded(optimize(t))._1 == files.size.toLong) // its cubes name s.a, the column is s.c now
+    assert(removedAdded(optimize(t))._1 == 0L) // its cubes name s.a, the column is s.c now: FULL's to recluster
+    assert(removedAdded(optimize(t, full = true))._1 == files.size.toLong)
     assert(log(t).snapshot().files.forall(f => Clustering.cube(f).exists(_._2 == Seq("s.c"))))
     assert(error(s"ALTER TABLE $t SET TBLPROPERTIES ('delta.dataSkippingNumIndexedCols' = '1')")
       .contains("column s.c has no statistics"))
     assert(error(s"ALTER TABLE $t CLUSTER BY (s.nope)").contains("does not exist"))
+  }
+
+  test("two columns: a Hilbert layout tagged hilbert; batchSize splits the cubes into commits; a later batch's race") {
+    val t = freshTable("clustering", "(id BIGINT, k STRING, v INT, m MAP<STRING, INT>) USING strata CLUSTER BY (v, k)")
+    Seq(0, 100, 200, 300).foreach(insert(t, _))
+    val files = log(t).snapshot().files
+    val before = log(t).snapshot().version
+    withConf("spark.strata.optimize.clustering.minCubeSize", "1") {
+      withConf("spark.strata.optimize.clustering.targetCubeSize", "1") { // one cube per file
+        spark.conf.set("spark.strata.optimize.batchSize", "0")
+        try assert(error(s"CALL strata.system.optimize(table => '$t')").contains("spark.strata.optimize.batchSize"))
+        finally spark.conf.unset("spark.strata.optimize.batchSize")
+        // Files of about one size: two cubes' files per commit, never three.
+        assert(files.size >= 4 && files.map(_.size).min * 3 > files.map(_.size).max * 2, files.map(_.size))
+        // Another writer compacts the last file (in plan order: the last batch) before the first commit: that
+        // batch commits on the latest snapshot, where the file is gone, so its group is lost, not its rows doubled.
+        val last = files.map(_.path).max
+        withConf("spark.strata.optimize.batchSize", (files.map(_.size).max * 2).toString) {
+          val r = raced(compact(t, _.path == last))(optimize(t))
+          val versions = r.getSeq[Long](r.fieldIndex("versions"))
+          assert(removedAdded(r) == ((files.size - 1L, files.size - 1L, 1)) && r.getAs[Int]("groups_committed") ==
+            files.size - 1 && versions == (before + 2 to before + 1 + files.size / 2), versions)
+        }
+      }
+    }
+    val (compacted, cubed) = log(t).snapshot().files.partition(_.path.contains("compacted-"))
+    assert(cubed.forall(f => f.tags.get("ZCUBE_ZORDER_CURVE").contains("hilbert") && Clustering.cube(f).exists(_._2 ==
+      Seq("v", "k"))) && cubed.size == files.size - 1 && compacted.size == 1)
+    val sum = Seq(0L, 100L, 200L, 300L).map(f => (f until f + 50).sum).sum
+    assert(rowsOf(t, "count(*), sum(v)") == Seq(Row(200L, sum)))
   }
 }

@@ -34,7 +34,7 @@ class WriteConfSuite extends AnyFunSuite {
     AutoCompactMinFileSize -> Seq("100", "200", "300"), AutoCompactMaxFileSize -> Seq("400", "500", "600"),
     OptimizeTargetFileSize -> Seq("1mb", "2mb", "3mb"), OptimizeMaxThreads -> Seq("2", "3", "4"),
     OptimizeMaxCommits -> Seq("5", "6", "7"), ClusteringMinCubeSize -> Seq("1g", "2g", "3g"),
-    ClusteringTargetCubeSize -> Seq("4g", "5g", "6g"))
+    ClusteringTargetCubeSize -> Seq("4g", "5g", "6g"), OptimizeBatchSize -> Seq("7g", "8g", "9g"))
   /** Resolved as a pair, not one by one (see the transaction tests). */
   private val pairs = Set[WriteSetting[_]](TxnAppId, TxnVersion)
 

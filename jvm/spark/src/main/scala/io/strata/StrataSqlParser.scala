@@ -1,0 +1,44 @@
+package io.strata
+
+import io.strata.procedures.OptimizeSql
+import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParserInterface}
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.{DataType, StructType}
+
+/**
+ * Spark's parser plus delta-spark's `OPTIMIZE` statement ([[OptimizeSql]]: parsed as the CALL of the strata
+ * catalog's optimize procedure). Everything else goes to Spark's parser unchanged; without a strata catalog in the
+ * session, OPTIMIZE does too (Spark's syntax error).
+ */
+final class StrataSqlParser(delegate: ParserInterface) extends ParserInterface {
+  private def call(sql: String): Option[String] =
+    if (!sql.trim.regionMatches(true, 0, "OPTIMIZE", 0, 8)) None
+    else StrataSqlParser.catalog.flatMap(c => OptimizeSql.toCall(sql, c))
+
+  override def parsePlan(sql: String): LogicalPlan = delegate.parsePlan(call(sql).getOrElse(sql))
+  override def parsePlanWithParameters(sql: String, parameters: ParameterContext): LogicalPlan =
+    delegate.parsePlanWithParameters(call(sql).getOrElse(sql), parameters)
+  override def parseExpression(sql: String): Expression = delegate.parseExpression(sql)
+  override def parseTableIdentifier(sql: String): TableIdentifier = delegate.parseTableIdentifier(sql)
+  override def parseFunctionIdentifier(sql: String): FunctionIdentifier = delegate.parseFunctionIdentifier(sql)
+  override def parseMultipartIdentifier(sql: String): Seq[String] = delegate.parseMultipartIdentifier(sql)
+  override def parseQuery(sql: String): LogicalPlan = delegate.parseQuery(sql)
+  override def parseRoutineParam(sql: String): StructType = delegate.parseRoutineParam(sql)
+  override def parseTableSchema(sql: String): StructType = delegate.parseTableSchema(sql)
+  override def parseDataType(sql: String): DataType = delegate.parseDataType(sql)
+}
+
+object StrataSqlParser {
+  private val CatalogClass = "io.strata.catalog.StrataCatalog"
+
+  /** The session's strata catalog: `strata` when it is one, else the first configured (as Python's helpers pick). */
+  def catalog: Option[String] = {
+    val catalogs = SQLConf.get.getAllConfs.collect {
+      case (k, CatalogClass) if k.startsWith("spark.sql.catalog.") && !k.drop(18).contains('.') => k.drop(18)
+    }.toSeq.sorted
+    if (catalogs.contains("strata")) Some("strata") else catalogs.headOption
+  }
+}
