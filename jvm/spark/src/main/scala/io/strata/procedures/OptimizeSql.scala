@@ -12,7 +12,8 @@ object OptimizeSql {
   private val Statement = "(?is)\\s*OPTIMIZE\\s+(.*?)[\\s;]*".r
   private val Name = "(?s)((?:`(?:[^`]|``)*`|[A-Za-z0-9_]+)(?:\\s*\\.\\s*(?:`(?:[^`]|``)*`|[A-Za-z0-9_]+))*)(.*)".r
   private val Path = "(?s)'((?:[^'\\\\]|\\\\.)*)'(.*)".r
-  private val ZOrder = "(?is)(.*?)\\s*\\bZORDER\\s+BY\\s*\\((.*)\\)".r
+  private val ZOrder = "(?is)ZORDER\\s+BY\\s*\\((.*)\\)".r
+  private val ZOrderStart = "(?i)\\bZORDER\\s+BY\\b".r
   private val Where = "(?is)WHERE\\s+(.+)".r
   private val Full = "(?is)FULL(?:\\s+(.*)|)".r
 
@@ -30,9 +31,11 @@ object OptimizeSql {
         case Full(tail) => (true, Option(tail).getOrElse(""))
         case other => (false, other)
       }
-      val (filter, zorder) = afterFull.trim match {
-        case ZOrder(before, cols) => (before.trim, Some(cols))
-        case other => (other, None)
+      val clauses = afterFull.trim
+      val (filter, zorder) = zorderStart(clauses).map(i => (clauses.substring(0, i).trim, clauses.substring(i))) match {
+        case Some((before, ZOrder(cols))) => (before, Some(cols))
+        case Some((_, z)) => throw bad(s"'$z' is not ZORDER BY (col, ...)")
+        case None => (clauses, None)
       }
       val where = filter match {
         case "" => None
@@ -48,6 +51,22 @@ object OptimizeSql {
         (if (full) Seq("full => true") else Nil)
       Some(s"CALL `${catalog.replace("`", "``")}`.system.optimize(${args.mkString(", ")})")
     case _ => None
+  }
+
+  /** Where `ZORDER BY` starts outside quotes (a WHERE predicate's string literal may hold those words). */
+  private def zorderStart(s: String): Option[Int] = {
+    val quoted = new Array[Boolean](s.length)
+    var quote = 0.toChar
+    var i = 0
+    while (i < s.length) {
+      val c = s.charAt(i)
+      quoted(i) = quote != 0
+      if (quote == 0) { if (c == '\'' || c == '"' || c == '`') { quote = c; quoted(i) = true } }
+      else if (c == '\\' && quote != '`' && i + 1 < s.length) { i += 1; quoted(i) = true }
+      else if (c == quote) quote = 0
+      i += 1
+    }
+    ZOrderStart.findAllMatchIn(s).map(_.start).find(i => !quoted(i))
   }
 
   private def literal(s: String): String = "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -15,6 +15,11 @@ class OptimizeSqlSuite extends AnyFunSuite {
       ".optimize(table => '`/tmp/it\\'s`', where => 'p = \\'x\\' AND q > 1', zorder_by => array('a', 'b c'))"))
     assert(call("OPTIMIZE t ZORDER BY (a)") == Some("CALL `strata`.system.optimize(table => 't', zorder_by => " +
       "array('a'))"))
+    // The words ZORDER BY inside a predicate's string literal are part of the predicate.
+    assert(call("OPTIMIZE t WHERE p = 'ZORDER BY (x)' OR q = \"zorder by\" ZORDER BY (a)") == Some("CALL `strata`" +
+      ".system.optimize(table => 't', where => 'p = \\'ZORDER BY (x)\\' OR q = \"zorder by\"', zorder_by => array('a'))"))
+    assert(call("OPTIMIZE t WHERE p = 'ZORDER BY (x)'") == Some("CALL `strata`.system.optimize(table => 't', " +
+      "where => 'p = \\'ZORDER BY (x)\\'')"))
     assert(call("SELECT 1").isEmpty && call("OPTIMIZED t").isEmpty)
     val e = intercept[InvalidTableOperationException](call("OPTIMIZE t PLEASE"))
     assert(e.getMessage.contains("'PLEASE' is neither FULL, WHERE nor ZORDER BY") && e.getMessage.contains(
