@@ -69,6 +69,28 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   }
 
   /**
+   * The latest version for a blind append, whose commit reads no file (None: no table). The snapshot this JVM holds
+   * when it is the latest, or when the commits since bring it there (cheap, and later reads stay warm); otherwise
+   * only the version's head: a file state is never built for an append. `distributed` as in [[latest]]: a held
+   * snapshot whose size it sends to the distributed path is not taken either. A table with V2 checkpoints (sidecars,
+   * JSON checkpoints) keeps the snapshot, as in [[latest]]: the distributed checkpoint writes classic parts only.
+   */
+  def appendBase(distributed: StateSize => Boolean): Option[Either[SnapshotHead, Snapshot]] = {
+    val held = heldLatest().filterNot(s => distributed(StateSize(Some(s.numFiles.toLong), 0L)))
+    if (held.isDefined) return held.map(Right(_))
+    val listing = listLog()
+    sizeFrom(listing).map { size =>
+      val upToDate = SnapshotCache.current(tablePath.toString, listing.commits, listing.checkpoints.keys)
+        .exists(s => (s.version + 1 to listing.latest).forall(listing.commits.contains))
+      if (upToDate && !distributed(size)) Right(snapshotFrom(listing).get)
+      else headFrom(listing).get match {
+        case h if !h.classicCheckpoint => Right(snapshotFrom(listing).get)
+        case h => Left(h)
+      }
+    }
+  }
+
+  /**
    * The snapshot this JVM holds when it is still the latest version, known from two file probes instead of a listing
    * of the whole log (a catalog read loads its table twice: Spark 4.1 reloads it before running the plan): its commit
    * file is unchanged (so not a table deleted and created again) and the next version's commit does not exist
