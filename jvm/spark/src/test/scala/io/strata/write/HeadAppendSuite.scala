@@ -7,6 +7,7 @@ import io.strata.log._
 import io.strata.state.DistributedCheckpoint
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.{Encoders, Row}
+import org.apache.spark.sql.streaming.{DataStreamWriter, StreamingQuery}
 import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -120,28 +121,35 @@ class HeadAppendSuite extends AnyFunSuite with SparkTestSession {
     assert(ids(path) == Seq(1L, 2L, 3L, 20L, 21L) && ids(other) == Seq(1L, 2L, 3L))
   }
 
-  test("INSERT, writeTo and the streaming sink append over the head; a big table's checkpoint is written by jobs") {
+  test("INSERT, writeTo and both streaming sinks append over the head; a big table's checkpoints are Spark jobs") {
     val path = unheldTable()
     val built = Snapshot.fileStatesBuilt
+    def stream(sink: DataStreamWriter[Row] => StreamingQuery, ids: Long*): Unit = {
+      val input = MemoryStream[(Long, String)](Encoders.product[(Long, String)], spark)
+      val q = sink(input.toDF().toDF("id", "p").writeStream.format("strata")
+        .option("checkpointLocation", tempDir("cp").toString))
+      try ids.foreach { id => input.addData((id, "s")); q.processAllAvailable() } finally q.stop()
+    }
     withConf("strata.checkpoint.backgroundMinFiles" -> "3") { // a 3-file table counts as big
       spark.sql(s"INSERT INTO strata.`$path` VALUES (40, 'a')") // version 3: due, by Spark jobs
       DistributedCheckpoint.awaitBackground()
+      assert(Snapshot.fileStatesBuilt == built, "the INSERT or its checkpoint built a file state on the driver")
       Seq(41L -> "b").toDF("id", "p").writeTo(s"strata.`$path`").append() // version 4
+      assert(Snapshot.fileStatesBuilt == built, "writeTo().append() built a file state on the driver")
+      stream(_.partitionBy("p").start(path), 42L, 43L) // versions 5, 6 (due)
+      stream(_.toTable(s"strata.`$path`"), 44L) // version 7
+      DistributedCheckpoint.awaitBackground()
     }
-    val input = MemoryStream[(Long, String)](Encoders.product[(Long, String)], spark)
-    val q = input.toDF().toDF("id", "p").writeStream.format("strata").partitionBy("p")
-      .option("checkpointLocation", tempDir("cp").toString).start(path)
-    try Seq(42L, 43L).foreach { id => input.addData((id, "s")); q.processAllAvailable() } finally q.stop()
-    assert(Snapshot.fileStatesBuilt == built, "an append or its checkpoint built a file state on the driver")
+    assert(Snapshot.fileStatesBuilt == built, "a micro-batch or a checkpoint built a file state on the driver")
     val l = log(path)
-    assert(l.lastCheckpointVersion().contains(3L))
-    assert(l.snapshotAt(3L).segment.checkpointVersion.contains(3L) && l.snapshotAt(3L).numFiles == 4)
-    assert((3L to 6L).map(l.readCommit).forall(_.forall {
+    assert(l.lastCheckpointVersion().contains(6L))
+    assert(l.snapshotAt(6L).segment.checkpointVersion.contains(6L) && l.snapshotAt(6L).numFiles == 7)
+    assert((3L to 7L).map(l.readCommit).forall(_.forall {
       case _: CommitInfo | _: AddFile | _: SetTransaction => true; case _ => false }))
     // A catalog read of a table loaded by its head below the threshold reads the snapshot (aggregates from the log).
     assert(spark.sql(s"SELECT id FROM strata.`$path`").as[Long].collect().sorted.toSeq ==
-      Seq(1L, 2L, 3L, 40L, 41L, 42L, 43L))
-    assert(spark.sql(s"SELECT count(*) FROM strata.`$path` WHERE p = 's'").head() == Row(2L))
+      Seq(1L, 2L, 3L, 40L, 41L, 42L, 43L, 44L))
+    assert(spark.sql(s"SELECT count(*) FROM strata.`$path` WHERE p = 's'").head() == Row(3L))
   }
 
   test("auto-compaction after an append over the head of a table below the threshold still runs") {
