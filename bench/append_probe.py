@@ -1,7 +1,8 @@
 """Where a one-row append's time goes (issue 23): the append of bench/scale.py, repeated, in one Spark application.
 
     .venv/bin/python bench/append_probe.py [--files 1000000] [--engine strata|delta] [--appends 6]
-                                           [--profile DIR] [--conf k=v ...]
+                                           [--profile DIR] [--conf k=v ...] [--first-append]
+                                           [--first append|parquet]
 
 On a hard-linked copy of the cached scale table (bench/cache/scale/<F>/table, `make bench-scale FILES=F` makes it):
 runs the benchmark's reads (`where p = -1` count, inputFiles() of p = 5, the point query, count(*)), appends one row to it (the
@@ -12,6 +13,14 @@ ASYNC_PROFILER_JAR to that jar and ASYNC_PROFILER_LIB to its unpacked linux-x64/
 writes DIR/<label>.collapsed (collapsed stacks, one file per timed operation) for bench/append_phases.py;
 ASYNC_PROFILER_START replaces its start command (e.g. `start,event=alloc,alloc=512k,threads,total` for the
 allocations that G1 takes as humongous).
+
+`--first parquet`: after the reads, the application's first write is the plain `df.write.parquet` (Spark's own
+first-write cost, the floor of any connector built on its write job), and the engine's first append follows it
+(results/scale/first-write-floor.md).
+
+`--first-append`: the application's first operation is the one-row append to the big table (no read before it),
+then `--appends` more appends to it; prints each time and the driver's resident set (VmRSS, VmHWM from /proc) and
+heap used after a full GC, before and after the first append (what the append left the driver holding).
 """
 from __future__ import annotations
 
@@ -46,6 +55,7 @@ def main() -> None:
     ap.add_argument("--first", choices=["append", "parquet"], default="append",
                     help="the application's first write after the reads: the engine's append (default) or a plain "
                          "df.write.parquet of the same row (Spark's own first-write cost, the floor of any connector)")
+    ap.add_argument("--first-append", action="store_true")
     args = ap.parse_args()
 
     source = CACHE / "scale" / str(args.files) / "table"
@@ -66,7 +76,10 @@ def main() -> None:
     fmt = "strata" if args.engine == "strata" else "delta"
     profiler = Profiler(spark, args.profile, lib) if args.profile and lib else None
     try:
-        run(spark, fmt, work, args.files, args.appends, profiler, args.first)
+        if args.first_append:
+            first_append(spark, fmt, work, args.files, args.appends)
+        else:
+            run(spark, fmt, work, args.files, args.appends, profiler, args.first)
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -160,6 +173,45 @@ def run(spark: SparkSession, fmt: str, work: Path, files: int, appends: int, pro
     for k, v in times.items():
         print(f"{k:14s} median {statistics.median(v) * 1000:7.1f} ms, min {min(v) * 1000:7.1f} ms over {len(v)}")
     print(f"F files / empty (medians): {statistics.median(times['F files']) / statistics.median(times['empty']):.2f}")
+
+
+def memory(spark: SparkSession, pid: int) -> str:
+    """The driver's resident set now and at its peak, and its heap used after a full GC (what it retains)."""
+    with open(f"/proc/{pid}/status") as f:
+        status = dict(line.split(":", 1) for line in f if ":" in line)
+    vm = jvm(spark)
+    vm.java.lang.System.gc()
+    heap = int(vm.java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed())
+    return (f"VmRSS {int(status['VmRSS'].split()[0]) // 1024} MB, VmHWM {int(status['VmHWM'].split()[0]) // 1024} MB, "
+            f"heap after GC {heap // (1 << 20)} MB")
+
+
+def first_append(spark: SparkSession, fmt: str, work: Path, files: int, appends: int) -> None:
+    """The application's first operation is a one-row append to the big table; then more appends to it."""
+    table = work / "table"
+    n = [files * ROWS_PER_FILE]
+    vm = jvm(spark)
+    pid = int(vm.java.lang.management.ManagementFactory.getRuntimeMXBean().getPid())
+
+    def append() -> float:
+        n[0] += 1
+        df = spark.range(n[0], n[0] + 1, 1, 1).select(
+            F.col("id"), F.format_string("v-%012d", F.col("id")).alias("v"), F.lit(0).cast("int").alias("p"))
+        t = time.perf_counter()
+        df.write.format(fmt).mode("append").partitionBy("p").save(str(table))
+        return time.perf_counter() - t
+
+    print(f"before: {memory(spark, pid)}", flush=True)
+    first = append()
+    print(f"1st op: append (F files) {first * 1000:8.1f} ms", flush=True)
+    print(f"after:  {memory(spark, pid)}", flush=True)
+    later = [append() for _ in range(appends)]
+    for i, s in enumerate(later):
+        print(f"append {i + 2} (F files) {s * 1000:8.1f} ms", flush=True)
+    if later:
+        print(f"appends 2..{appends + 1}: median {statistics.median(later) * 1000:7.1f} ms, "
+              f"min {min(later) * 1000:7.1f} ms", flush=True)
+    print(f"end:    {memory(spark, pid)}  load average {os.getloadavg()}", flush=True)
 
 
 if __name__ == "__main__":

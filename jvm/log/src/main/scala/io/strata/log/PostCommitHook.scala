@@ -36,8 +36,9 @@ final class CommittedVersion private[log] (
     /** The commit file `snapshot` was cached with (see [[SnapshotCache]]). */
     private[log] val commitFile: Option[FileStatus],
     /**
-     * False when the transaction read the table without its file state ([[TableLog.startTransaction(head*]]): the
-     * table is too big for the driver, so [[CheckpointHook]] leaves the checkpoint to a hook of the connector's.
+     * False when the transaction read the table without its file state ([[TableLog.startTransaction(head*]]: a blind
+     * append over the version's head): [[CheckpointHook]] leaves the checkpoint to a hook of the connector's, which
+     * knows from the table's size whether the driver ([[CheckpointHook.writeOverHead]]) or Spark jobs write it.
      */
     val readFileState: Boolean = true) {
   def version: Long = result.version
@@ -84,9 +85,8 @@ object CheckpointHook extends PostCommitHook {
   def run(commit: CommittedVersion): Unit = {
     val (log, version) = (commit.log, commit.version)
     if (!due(commit)) ()
-    else if (!commit.readFileState) logger.info(s"Version $version of ${log.tablePath} is due a checkpoint; its " +
-      "transaction read no file state (a table above the distributed-state threshold), so none is built on the " +
-      "driver: the connector's hook writes it with a Spark job, else a later due version gets one.")
+    else if (!commit.readFileState) logger.debug(s"Version $version of ${log.tablePath} is due a checkpoint; its " +
+      "transaction read no file state (a blind append over the head): the connector's hook writes it.")
     else {
       commit.snapshot.filter(_.numFiles >= log.conf.getLong(BackgroundMinFilesKey, 100000L)) match {
         case Some(s) =>
@@ -118,13 +118,30 @@ object CheckpointHook extends PostCommitHook {
     commit.version > 0 && commit.version % TableLog.checkpointInterval(commit.metadata.configuration) == 0
 
   private def write(commit: CommittedVersion, s: Snapshot): Unit = {
-    val (log, version) = (commit.log, commit.version)
+    val written = commit.log.writeCheckpoint(s)
+    for (_ <- commit.snapshot; status <- commit.commitFile) keep(commit.log, s, written, status)
+  }
+
+  /** Keeps `s`, just checkpointed, cached with the new checkpoint as its segment (what a full load now chooses). */
+  private def keep(log: TableLog, s: Snapshot, written: WrittenCheckpoint, status: FileStatus): Unit = {
+    val segment = LogSegment(s.version, Some(s.version), written.files, Nil, s.segment.lastCommitTimestamp)
+    SnapshotCache.put(log.tablePath.toString, s.withSegment(segment), Some(status))
+  }
+
+  /**
+   * Writes the checkpoint of `version`, committed by a transaction that read no file state (a blind append over the
+   * head), on the driver in the calling thread, for a table the connector found small enough: the snapshot this JVM
+   * holds brought up to `version` when it can be (then kept with the new checkpoint as its segment, so that later
+   * reads and appends stay warm), else that version loaded; the expired-log cleanup follows, as after every
+   * checkpoint. Returns the snapshot checkpointed.
+   */
+  def writeOverHead(log: TableLog, version: Long): Snapshot = {
+    val latest = log.snapshotOption().filter(_.version == version)
+    val s = latest.getOrElse(log.snapshotAt(version))
     val written = log.writeCheckpoint(s)
-    for (_ <- commit.snapshot; status <- commit.commitFile) {
-      val segment = LogSegment(version, Some(version), written.files, Nil,
-        s.segment.lastCommitTimestamp)
-      SnapshotCache.put(log.tablePath.toString, s.withSegment(segment), Some(status))
-    }
+    if (latest.isDefined) log.store.status(FileNames.deltaFile(log.logPath, version)).foreach(keep(log, s, written, _))
+    LogCleanupHook.after(log, SnapshotHead.of(s))
+    s
   }
 
   /** Waits until every background checkpoint submitted so far has been written (or failed). */

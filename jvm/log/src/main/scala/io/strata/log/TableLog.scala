@@ -54,17 +54,33 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
    * (a reader that replays big states elsewhere); None when there is no table. No listing when this JVM holds the
    * latest snapshot and the driver path reads it ([[heldLatest]]).
    */
-  def latest(distributed: StateSize => Boolean): Option[Either[SnapshotHead, Snapshot]] = {
+  def latest(distributed: StateSize => Boolean): Option[Either[SnapshotHead, Snapshot]] = latestFor(distributed, false)
+
+  /**
+   * The latest version for a blind append, whose commit reads no file (None: no table). The snapshot this JVM holds
+   * when it is the latest, or when the commits since bring it there (cheap, and later reads stay warm); otherwise
+   * only the version's head: a file state is never built for an append. `distributed` as in [[latest]]: a held
+   * snapshot whose size it sends to the distributed path is not taken either.
+   */
+  def appendBase(distributed: StateSize => Boolean): Option[Either[SnapshotHead, Snapshot]] =
+    latestFor(distributed, append = true)
+
+  private def latestFor(distributed: StateSize => Boolean, append: Boolean)
+      : Option[Either[SnapshotHead, Snapshot]] = {
     val held = heldLatest().filterNot(s => distributed(StateSize(Some(s.numFiles.toLong), 0L)))
-    if (held.isDefined) return held.map(Right(_))
-    val listing = listLog()
-    sizeFrom(listing).map { size =>
-      // The distributed state reads classic checkpoint parts only: a table with V2 checkpoints (sidecars, JSON
-      // checkpoints) keeps the driver path.
-      if (distributed(size)) headFrom(listing).get match {
-        case h if h.protocol.readerFeatures.exists(_(V2Checkpoints.Feature)) => Right(snapshotFrom(listing).get)
-        case h => Left(h)
-      } else Right(snapshotFrom(listing).get)
+    if (held.isDefined) held.map(Right(_)) else {
+      val listing = listLog()
+      def upToDate = SnapshotCache.current(tablePath.toString, listing.commits, listing.checkpoints.keys)
+        .exists(s => (s.version + 1 to listing.latest).forall(listing.commits.contains))
+      sizeFrom(listing).map { size =>
+        if (!distributed(size) && (!append || upToDate)) Right(snapshotFrom(listing).get)
+        // The distributed state (and checkpoint) reads classic checkpoint parts only: a table with V2 checkpoints
+        // (sidecars, JSON checkpoints) keeps the driver path.
+        else headFrom(listing).get match {
+          case h if !h.classicCheckpoint => Right(snapshotFrom(listing).get)
+          case h => Left(h)
+        }
+      }
     }
   }
 

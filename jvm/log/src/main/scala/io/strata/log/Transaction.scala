@@ -221,16 +221,18 @@ final class Transaction private[log] (val log: TableLog, snapshot: Option[Snapsh
 
   /**
    * The table after this commit, when it directly follows the version read (no winner in between): the read
-   * snapshot plus this commit's actions, cached so the next load of the table needs no replay; with the commit file
-   * it was cached from.
+   * snapshot (none for a new table: its first commit is the whole table) plus this commit's actions, cached so the
+   * next load of the table needs no replay (and a blind append starts from it, [[TableLog.appendBase]]); with the
+   * commit file it was cached from.
    */
-  private def remember(version: Long, body: Seq[Action]): Option[(Snapshot, FileStatus)] = snapshot.flatMap { s =>
+  private def remember(version: Long, body: Seq[Action]): Option[(Snapshot, FileStatus)] =
+    (if (hasFileState && readVersion < 0) Some(None) else snapshot.map(Some(_))).flatMap { seed =>
     try {
-      val replay = Snapshot.Replay.from(s)
+      val replay = seed.fold(new Snapshot.Replay(log.tablePath))(Snapshot.Replay.from)
       body.foreach(replay.apply)
       val file = FileNames.deltaFile(log.logPath, version)
       val status = log.store.fs.getFileStatus(file)
-      val seg = s.segment
+      val seg = seed.fold(LogSegment(version, None, Nil, Nil, status.getModificationTime))(_.segment)
       val after = replay.result(version, seg.copy(version = version,
         commitFiles = seg.commitFiles :+ status.getPath, lastCommitTimestamp = status.getModificationTime))
       SnapshotCache.put(log.tablePath.toString, after, Some(status))

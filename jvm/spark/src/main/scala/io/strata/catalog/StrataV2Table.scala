@@ -2,7 +2,7 @@ package io.strata.catalog
 
 import java.util
 
-import io.strata.config.{StrataOptions, WriteConf, WriteEntry}
+import io.strata.config.{ReadConf, StrataOptions, WriteConf, WriteEntry}
 import io.strata.dml.{CopyOnWriteOperationBuilder, MergeOnReadOperationBuilder, MetadataDelete, RowLevelTarget}
 import io.strata.log.{InvalidTableOperationException, ProtocolSupport, Snapshot, SnapshotHead, TableLog}
 import io.strata.optimize.AutoCompaction
@@ -30,10 +30,10 @@ import scala.jdk.CollectionConverters._
 
 /**
  * A Strata table as DataSource V2 sees it, pinned to one version. Reads go through Spark's Parquet scan. `base`: the
- * version's snapshot, or only its head when the table is above the distributed-state threshold
- * ([[StrataV2Table.latest]]): its definition, blind appends and reads need no file state (reads select files by
- * Spark jobs, as path reads do); DML and overwrites build the snapshot of that version on the driver when they first
- * ask for it.
+ * version's snapshot, or only its head ([[StrataV2Table.latest]]: as a blind append takes the latest version, since
+ * Spark loads the table before it knows the statement is an INSERT): its definition and blind appends need no file
+ * state; reads of a table above the distributed-state threshold select files by Spark jobs, as path reads do; other
+ * reads, DML and overwrites build the snapshot of that version on the driver when they first ask for it.
  */
 final class StrataV2Table(val tableName: String, base: Either[SnapshotHead, Snapshot], val timeTravel: Boolean)
     extends Table with SupportsRead with SupportsWrite with SnapshotRead with SupportsRowLevelOperations
@@ -129,9 +129,10 @@ final class StrataV2Table(val tableName: String, base: Either[SnapshotHead, Snap
   override def version(): String = head.version.toString
 
   /**
-   * Reads of a table loaded by its head (above the distributed-state threshold) select their files by Spark jobs, as
-   * path reads do ([[DistributedScanIndex]]): no file state on the driver. Reads that need the file column (DML's
-   * scans) build the snapshot, and so do row-level operations (`fromJobs` false: their scans and commit share it).
+   * Reads of a table loaded by its head above the distributed-state threshold select their files by Spark jobs, as
+   * path reads do ([[DistributedScanIndex]]): no file state on the driver (below it, the head is read through the
+   * snapshot, built on first use). Reads that need the file column (DML's scans) build the snapshot, and so do
+   * row-level operations (`fromJobs` false: their scans and commit share it).
    */
   override def newScanBuilder(options: CaseInsensitiveStringMap): StrataScanBuilder = scanBuilder(options, fromJobs = true)
 
@@ -139,7 +140,7 @@ final class StrataV2Table(val tableName: String, base: Either[SnapshotHead, Snap
     val spark = SparkSession.active
     val dataSchema = StructType(table.schema.fields.filterNot(f => table.partitionColumns.contains(f.name)))
     def index(withFile: Boolean) = base match {
-      case Left(h) if fromJobs && !withFile && h.classicCheckpoint =>
+      case Left(h) if fromJobs && !withFile && h.classicCheckpoint && ReadConf.distributedState(spark, h.size) =>
         val state = new DistributedFileState(spark, h, log.conf, SparkInternals.sessionZone(spark))
         new DistributedScanIndex(spark, new DistributedFileIndex(spark, state, table.schema, table.partitionSchema,
           timeTravel))
@@ -177,11 +178,13 @@ final class StrataV2Table(val tableName: String, base: Either[SnapshotHead, Snap
 
 object StrataV2Table {
   /**
-   * The table at its latest version (None: no table), loaded as a path read would be: by its head only when its state
-   * reaches the distributed-state threshold ([[io.strata.config.ReadConf.distributedState]]).
+   * The table at its latest version (None: no table), loaded as a blind append takes it ([[TableLog.appendBase]]):
+   * the snapshot this JVM holds, else only the head (always the head when its state reaches the distributed-state
+   * threshold, [[ReadConf.distributedState]]). An INSERT then builds no file state; a read of a table below the
+   * threshold builds the snapshot on first use.
    */
   def latest(name: String, log: TableLog): Option[StrataV2Table] =
-    log.latest(io.strata.config.ReadConf.distributedState(SparkSession.active, _))
+    log.appendBase(ReadConf.distributedState(SparkSession.active, _))
       .map(base => new StrataV2Table(name, base, timeTravel = false))
 
   /**

@@ -1,6 +1,6 @@
 package io.strata.optimize
 
-import io.strata.config.{WriteConf, WriteSettings}
+import io.strata.config.{ReadConf, WriteConf, WriteSettings}
 import io.strata.log.{AddFile, CommitResult, CommittedVersion, PostCommitHook, RemoveFile, TableLog}
 import io.strata.table.{PartitionValues, TableSchema}
 import org.apache.spark.sql.SparkSession
@@ -28,17 +28,26 @@ object AutoCompaction {
    */
   object Hook extends PostCommitHook {
     val name = "auto-compaction"
-    def run(commit: CommittedVersion): Unit = if (!commit.readFileState) {
-      // A table above the distributed-state threshold: compacting it needs the file state on the driver.
-      if (enabled(commit.metadata.configuration)) logger.info(s"Auto-compaction skipped after version " +
-        s"${commit.version} of ${commit.log.tablePath}: the table is above the distributed-state threshold.")
-    } else if (enabled(commit.metadata.configuration)) {
+    def run(commit: CommittedVersion): Unit = if (!enabled(commit.metadata.configuration)) ()
+    else if (!commit.readFileState && aboveThreshold(commit)) {
+      // Compacting needs the file state on the driver, which a table above the threshold never gets.
+      logger.info(s"Auto-compaction skipped after version ${commit.version} of ${commit.log.tablePath}: the table " +
+        "is above the distributed-state threshold.")
+    } else {
+      // A blind append over the head of a table below the threshold: the table asks for compaction, which builds
+      // the snapshot the append went without (as the append did before it committed over heads).
       val touched = commit.actions.collect {
         case a: AddFile => a.partitionValues
         case r: RemoveFile => r.partitionValues.getOrElse(Map.empty)
       }.distinct
       afterCommit(commit.log, commit.result, touched)
     }
+  }
+
+  /** Whether a commit made over its head is of a table above the distributed-state threshold (the head's size). */
+  private def aboveThreshold(commit: CommittedVersion): Boolean = {
+    val size = commit.log.heldHead(commit.version).map(_.size).orElse(commit.log.stateSize())
+    SparkSession.getActiveSession.forall(s => size.forall(ReadConf.distributedState(s, _)))
   }
 
   def enabled(tableProperties: Map[String, String]): Boolean =

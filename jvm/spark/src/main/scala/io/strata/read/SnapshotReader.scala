@@ -88,8 +88,8 @@ object SnapshotReader {
   /**
    * The relation a V1 save returns after a blind append without the file state (from `head`): the version it
    * committed (`committed`; None: nothing was written), whose metadata is in its own commit file when it changed it,
-   * else the head's (a winner changing it would have failed the commit). Its files come from a distributed job, run
-   * only if Spark asks.
+   * else the head's (a winner changing it would have failed the commit). Its files, only if Spark asks, come as a
+   * read of that version takes them: from a distributed job above the threshold, else from its snapshot.
    */
   def writtenRelation(spark: SparkSession, log: TableLog, head: SnapshotHead, committed: Option[Long]): BaseRelation = {
     val version = committed.getOrElse(head.version)
@@ -100,8 +100,10 @@ object SnapshotReader {
     val deletionVectors = head.protocol.readerFeatures.exists(_.contains("deletionVectors"))
     val index = new DeferredFileIndex(head.tablePath, version, table.partitionSchema, () => {
       val at = log.headAt(version)
-      new DistributedFileIndex(spark, new DistributedFileState(spark, at, log.conf, SparkInternals.sessionZone(spark)),
+      if (ReadConf.distributedState(spark, at.size) && at.classicCheckpoint) new DistributedFileIndex(spark,
+        new DistributedFileState(spark, at, log.conf, SparkInternals.sessionZone(spark)),
         TableSchema.of(at.metadata).schema, TableSchema.of(at.metadata).partitionSchema)
+      else fileIndex(spark, log.snapshotOption().filter(_.version == version).getOrElse(log.snapshotAt(version)))
     })
     HadoopFsRelation(index, PhysicalSchema.strip(table.partitionSchema), PhysicalSchema.strip(table.schema), None,
       format(head.tablePath, deletionVectors, table.schema), Map.empty)(spark)
