@@ -20,7 +20,8 @@ final case class StreamReadOptions(
     skipChangeCommits: Boolean = false,
     allowColumnRename: SchemaChangeAllowance = SchemaChangeAllowance.Never,
     allowColumnDrop: SchemaChangeAllowance = SchemaChangeAllowance.Never,
-    allowColumnTypeChange: SchemaChangeAllowance = SchemaChangeAllowance.Never) {
+    allowColumnTypeChange: SchemaChangeAllowance = SchemaChangeAllowance.Never,
+    checkpointHash: Option[Int] = None) {
   /** Whether a restarted query may read on across this change, made by the commit at `version` (it then reads under
    *  the table's new schema). */
   def allows(c: io.strata.log.NonAdditiveChange, version: Long): Boolean =
@@ -37,8 +38,13 @@ final case class StreamReadOptions(
     val both = session(AllowColumnRenameAndDrop)
     copy(allowColumnRename = allowColumnRename ++ both ++ session(AllowColumnRename),
       allowColumnDrop = allowColumnDrop ++ both ++ session(AllowColumnDrop),
-      allowColumnTypeChange = allowColumnTypeChange ++ session(AllowColumnTypeChange))
+      allowColumnTypeChange = allowColumnTypeChange ++ session(AllowColumnTypeChange),
+      checkpointHash = Some(sourceCheckpoint.hashCode))
   }
+
+  /** The session conf that allows `option`'s changes for this stream alone, when its checkpoint is known. */
+  def streamConf(option: String): Option[String] =
+    checkpointHash.map(h => s"${StreamReadOptions.DeltaConfPrefix}.$option.ckpt_$h")
 }
 
 sealed trait StartingVersion

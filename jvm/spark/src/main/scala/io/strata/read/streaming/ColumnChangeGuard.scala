@@ -64,13 +64,15 @@ final class ColumnChangeGuard(tableName: String, read: Metadata, readVersion: Lo
     val remedy = if (allowed) "The stream's options allow it: restart the query to read on under the table's new " +
       s"schema (${TableSchema.of(read).schema.simpleString} until then)."
     else {
-      val options = Seq(
+      val names = Seq(
         Option.when(changes.nonAdditive.exists(_.isRename))(StreamReadOptions.AllowColumnRename),
         Option.when(changes.nonAdditive.exists(_.isDrop))(StreamReadOptions.AllowColumnDrop),
         Option.when(changes.widenings.nonEmpty)(StreamReadOptions.AllowColumnTypeChange)).flatten
-      def set(value: String) = options.map(o => s"$o=$value").mkString(" and ")
+      def set(value: String) = names.map(o => s"$o=$value").mkString(" and ")
+      val confs = names.flatMap(options.streamConf)
+      val conf = if (confs.isEmpty) "" else s" (or session conf ${confs.mkString(" and ")} set to one of those values)"
       s"To read on under the table's new schema, restart the query with option ${set("always")} (or ${set(s"$version")}" +
-        s" for this version's change only); or start a new query (a new checkpoint location) with " +
+        s" for this version's change only)$conf; or start a new query (a new checkpoint location) with " +
         s"startingVersion=$version."
     }
     // A widening alone has its own condition: the other one speaks of column mapping, which widening does not need.
