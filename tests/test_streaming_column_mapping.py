@@ -123,11 +123,11 @@ def test_drop_stops_a_restart_until_allowed_then_add_column_flows(spark: SparkSe
     spark.sql(f"INSERT INTO {t} VALUES (5, 50)")                      # 6
     assert run(spark, source(spark, a), tmp_path / "cm_drop_5", cp) == (["id", "x"], [(5, 50)])
 
-    # Options refused when the query starts: no schema log here, and only always / true / false.
+    # Options refused when the query starts: no schema log here, and only always / true / false / a version.
     message, _ = failed_run(spark, source(spark, a, schemaTrackingLocation=str(tmp_path / "s")), tmp_path / "cm_drop_6",
                             tmp_path / "cp6")
     assert "Option 'schemaTrackingLocation' is not supported" in message and "allowSourceColumnRename" in message
     message, _ = failed_run(spark, source(spark, a, allowSourceColumnDrop="maybe"), tmp_path / "cm_drop_7", tmp_path / "cp7")
-    assert "allowSourceColumnDrop" in message and "always, true or false" in message, message
-    with pytest.raises(strata.InvalidOptionError, match="allow_source_column_drop must be True or False"):
+    assert "allowSourceColumnDrop" in message and "always, true, false, or the table version" in message, message
+    with pytest.raises(strata.InvalidOptionError, match="allow_source_column_drop must be True, False or the version"):
         strata.Table.for_path(spark, a).stream(allow_source_column_drop="yes")  # type: ignore[arg-type]

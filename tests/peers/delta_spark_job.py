@@ -253,6 +253,8 @@ def serve(spark: SparkSession) -> None:
      (the first failure's first line; later statements are not run).
     {"op": "query", "sql": text, "time_zone": zone}: runs one statement and replies {"rows": [...]}, its result
      rows as sorted JSON strings (e.g. the paths of VACUUM ... DRY RUN), or {"error": ...}.
+    {"op": "write", "query": sql, "path": path, "mode": m, "options": {...}}: df.write.format("delta") of the query's
+     rows; replies {} or {"error": ...}
     {"op": "read", "path": path, "versions": [v, ...] or null, "time_zone": zone}: the table's rows (sorted JSON
      strings) at each version (null: the latest): {"rows": [[...], ...]}.
     {"op": "stream", "source": {"format": f, "path": p, "schema": ddl or null, "options": {...}},
@@ -301,6 +303,14 @@ def serve_one(spark: SparkSession, request: dict[str, Any]) -> dict[str, Any]:
                 reader = reader.option("versionAsOf", version)
             rows.append(sorted(reader.load(path).toJSON().collect()))
         return {"rows": rows}
+    if op == "write":
+        try:
+            (spark.sql(request["query"]).write.format("delta").mode(request.get("mode", "append"))
+             .options(**request.get("options", {})).save(request["path"]))
+        except Exception as e:  # the JVM exception's line, as "sql" replies it
+            lines = [line for line in str(e).strip().splitlines() if line.strip()]
+            return {"error": next((line for line in lines if line.startswith(": ")), lines[0] if lines else "")[:1000]}
+        return {}
     if op == "input_files":
         df = spark.read.format("delta").load(request["path"]).where(request["condition"])
         return {"files": sorted(df.inputFiles())}

@@ -19,9 +19,9 @@ def stream_options(
     max_files_per_trigger: int | None = None,
     max_bytes_per_trigger: int | str | None = None,
     skip_change_commits: bool = False,
-    allow_source_column_rename: bool = False,
-    allow_source_column_drop: bool = False,
-    allow_source_column_type_change: bool = False,
+    allow_source_column_rename: bool | int = False,
+    allow_source_column_drop: bool | int = False,
+    allow_source_column_type_change: bool | int = False,
 ) -> dict[str, str]:
     """The ``readStream`` options of Strata's streaming source for these arguments (see :meth:`Table.stream`)."""
     from strata.table import _timestamp_option
@@ -56,8 +56,13 @@ def stream_options(
                                ("allow_source_column_drop", allow_source_column_drop, "allowSourceColumnDrop"),
                                ("allow_source_column_type_change", allow_source_column_type_change,
                                 "allowSourceColumnTypeChange")):
-        if not isinstance(value, bool):
-            raise InvalidOptionError(f"{arg} must be True or False; got {value!r}")
-        if value:
-            options[option] = "always"
+        # True: every such change; a version (delta-spark's option value): the change that commit made, only.
+        if isinstance(value, bool):
+            if value:
+                options[option] = "always"
+        elif isinstance(value, int) and value >= 0:
+            options[option] = str(value)
+        else:
+            raise InvalidOptionError(f"{arg} must be True, False or the version (an int >= 0) of the change to allow; "
+                                     f"got {value!r}")
     return options

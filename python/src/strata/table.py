@@ -215,8 +215,9 @@ class Table:
     def stream(self, starting_version: int | str | None = None,
                starting_timestamp: _dt.datetime | _dt.date | str | None = None,
                max_files_per_trigger: int | None = None, max_bytes_per_trigger: int | str | None = None,
-               skip_change_commits: bool = False, allow_source_column_rename: bool = False,
-               allow_source_column_drop: bool = False, allow_source_column_type_change: bool = False) -> DataFrame:
+               skip_change_commits: bool = False, allow_source_column_rename: bool | int = False,
+               allow_source_column_drop: bool | int = False,
+               allow_source_column_type_change: bool | int = False) -> DataFrame:
         """The rows commits append to the table, as a streaming DataFrame (``readStream``), in commit order.
 
         Without a start, the stream first reads the table's current rows, then every later commit;
@@ -228,7 +229,9 @@ class Table:
         restart reads on under the new schema only with ``allow_source_column_rename`` / ``allow_source_column_drop``
         (delta-spark's ``allowSourceColumnRename`` / ``allowSourceColumnDrop``). On any table a type widening
         (``ALTER COLUMN ... TYPE``, schema evolution) stops it the same way until ``allow_source_column_type_change``
-        (``allowSourceColumnTypeChange``); files written before it are then read widened. Bad arguments raise
+        (``allowSourceColumnTypeChange``); files written before it are then read widened. Each of the three takes
+        ``True`` (every such change) or the version of the commit whose change to allow (that one only, as the
+        stream's error names it; delta-spark's option value). Bad arguments raise
         :class:`strata.InvalidOptionError` here; a
         ``starting_timestamp`` after the latest commit is refused when the query starts (a ``StreamingQueryException``,
         :class:`strata.InvalidOptionError` under :func:`strata.errors.translate`).

@@ -66,7 +66,13 @@ object ProtocolSupport {
     // A table on the preview name of a feature (another writer's) needs no second name for it.
     def both(p: Protocol) = p.readerFeatures.getOrElse(Set.empty) ++ p.writerFeatures.getOrElse(Set.empty)
     val preview = PreviewNames.filter { case (_, old) => both(current)(old) }.keySet
-    val needed = minimumFor(metadata)
+    val legacy = minimumFor(metadata)
+    // On writer features a table needs only the features its metadata uses: column mapping's legacy writer 5 would
+    // also bring checkConstraints, which nothing asked for (delta-spark adds only columnMapping).
+    val needed = if (!current.supportsWriterFeatures || legacy.supportsWriterFeatures) legacy
+      else legacy.copy(minWriterVersion = 7, writerFeatures = Some(
+        legacyWriterFeatures(if (CheckConstraints.of(metadata).nonEmpty) 3 else 2) ++
+          (if (ColumnMapping.enabled(metadata)) Set("columnMapping") else Set.empty[String])))
     merge(current, needed.copy(readerFeatures = needed.readerFeatures.map(_ -- preview),
       writerFeatures = needed.writerFeatures.map(_ -- preview)))
   }

@@ -77,6 +77,13 @@ class ProtocolSupportSuite extends AnyFunSuite with LogTestSupport {
     assert(ProtocolSupport.merge(Protocol(1, 2), Protocol(2, 5)) == Protocol(2, 5))
     assert(ProtocolSupport.merge(Protocol(2, 5), Protocol(2, 5)) == Protocol(2, 5))
     ProtocolSupport.checkWritable(Protocol(2, 5), metadata(configuration = mapped), "tbl")
+    // A metadata change on a mapped table already on features (typeWidening unset before its drop) adds no feature:
+    // writer 5's implied checkConstraints is not needed (delta-spark's protocol after the drop lacks it too).
+    val widened = Protocol(3, 7, Some(Set("columnMapping", "typeWidening")),
+      Some(Set("appendOnly", "invariants", "columnMapping", "typeWidening")))
+    assert(ProtocolSupport.upgradeFor(widened, metadata(configuration = mapped)) == widened)
+    assert(ProtocolSupport.upgradeFor(widened, metadata(configuration = mapped + ("delta.constraints.pos" -> "id > 0"))) == widened.copy(
+      writerFeatures = widened.writerFeatures.map(_ + "checkConstraints")))
   }
 
   test("appendOnly table: staging a RemoveFile with dataChange=true fails naming delta.appendOnly") {

@@ -8,7 +8,9 @@ import io.strata.log.InvalidTableOperationException
  * How much one micro-batch takes: `maxFilesPerTrigger` (default 1,000, as delta-spark) and `maxBytesPerTrigger`.
  * `allowSourceColumnRename` / `allowSourceColumnDrop` (delta-spark's reader options; `allowSourceColumnRenameAndDrop`
  * both): a query restarted after a RENAME / DROP COLUMN on a column-mapped table reads on under the new schema;
- * `allowSourceColumnTypeChange` the same after a type widening (`ALTER COLUMN ... TYPE`, schema evolution).
+ * `allowSourceColumnTypeChange` the same after a type widening (`ALTER COLUMN ... TYPE`, schema evolution). Each
+ * takes `always` (`true`) or the version of the commit whose change to allow ([[SchemaChangeAllowance]]);
+ * [[withSessionConfs]] adds delta-spark's session confs for the same.
  */
 final case class StreamReadOptions(
     startingVersion: Option[StartingVersion] = None,
@@ -16,11 +18,33 @@ final case class StreamReadOptions(
     maxFilesPerTrigger: Option[Int] = None,
     maxBytesPerTrigger: Option[Long] = None,
     skipChangeCommits: Boolean = false,
-    allowColumnRename: Boolean = false,
-    allowColumnDrop: Boolean = false,
-    allowColumnTypeChange: Boolean = false) {
-  /** Whether a restarted query may read on across this change (it then reads under the table's new schema). */
-  def allows(c: io.strata.log.NonAdditiveChange): Boolean = if (c.isRename) allowColumnRename else allowColumnDrop
+    allowColumnRename: SchemaChangeAllowance = SchemaChangeAllowance.Never,
+    allowColumnDrop: SchemaChangeAllowance = SchemaChangeAllowance.Never,
+    allowColumnTypeChange: SchemaChangeAllowance = SchemaChangeAllowance.Never,
+    checkpointHash: Option[Int] = None) {
+  /** Whether a restarted query may read on across this change, made by the commit at `version` (it then reads under
+   *  the table's new schema). */
+  def allows(c: io.strata.log.NonAdditiveChange, version: Long): Boolean =
+    (if (c.isRename) allowColumnRename else allowColumnDrop).allows(version)
+
+  /**
+   * These options plus delta-spark's session confs `spark.databricks.delta.streaming.allowSourceColumn<Change>`
+   * (`always`) and `....ckpt_<hash>` (`always` or a version; the hash is the Java string hash of the source's checkpoint
+   * location, `<checkpoint>/sources/<n>`, as delta-spark computes it): any of them allows a change.
+   */
+  def withSessionConfs(conf: String => Option[String], sourceCheckpoint: String): StreamReadOptions = {
+    import StreamReadOptions._
+    def session(option: String) = SchemaChangeAllowance.sessionConfs(option, conf, sourceCheckpoint.hashCode)
+    val both = session(AllowColumnRenameAndDrop)
+    copy(allowColumnRename = allowColumnRename ++ both ++ session(AllowColumnRename),
+      allowColumnDrop = allowColumnDrop ++ both ++ session(AllowColumnDrop),
+      allowColumnTypeChange = allowColumnTypeChange ++ session(AllowColumnTypeChange),
+      checkpointHash = Some(sourceCheckpoint.hashCode))
+  }
+
+  /** The session conf that allows `option`'s changes for this stream alone, when its checkpoint is known. */
+  def streamConf(option: String): Option[String] =
+    checkpointHash.map(h => s"${StreamReadOptions.DeltaConfPrefix}.$option.ckpt_$h")
 }
 
 sealed trait StartingVersion
@@ -41,6 +65,8 @@ object StreamReadOptions {
   val AllowColumnRenameAndDrop = "allowSourceColumnRenameAndDrop"
   val AllowColumnTypeChange = "allowSourceColumnTypeChange"
   val DefaultMaxFiles = 1000
+  /** delta-spark's session confs that unblock schema changes for streams (see [[SchemaChangeAllowance]]). */
+  val DeltaConfPrefix = "spark.databricks.delta.streaming"
 
   private val keys = Seq(StrataOptions.Path, StartingVersionKey, StartingTimestampKey, MaxFilesPerTrigger,
     MaxBytesPerTrigger, SkipChangeCommits, AllowColumnRename, AllowColumnDrop, AllowColumnRenameAndDrop,
@@ -79,14 +105,10 @@ object StreamReadOptions {
     }
     val maxBytes = o.get(lc(MaxBytesPerTrigger)).map(v => StrataOptions.byteSize(v).getOrElse(
       bad(MaxBytesPerTrigger, v, "a size > 0 in bytes, or with a unit such as 512k, 64m or 1g")))
-    // delta-spark's value is "always"; true says the same here.
-    def allow(name: String) = o.get(lc(name)).exists { v =>
-      if (v.trim.equalsIgnoreCase("always") || v.trim.equalsIgnoreCase("true")) true
-      else if (v.trim.equalsIgnoreCase("false")) false
-      else bad(name, v, "always, true or false")
-    }
+    // delta-spark's values are "always" and a version; true says always here.
+    def allow(name: String) = o.get(lc(name)).fold(SchemaChangeAllowance.Never)(SchemaChangeAllowance.option(name, _))
     val both = allow(AllowColumnRenameAndDrop)
     StreamReadOptions(version, timestamp, maxFiles, maxBytes, StrataOptions.boolean(o, SkipChangeCommits),
-      both || allow(AllowColumnRename), both || allow(AllowColumnDrop), allow(AllowColumnTypeChange))
+      both ++ allow(AllowColumnRename), both ++ allow(AllowColumnDrop), allow(AllowColumnTypeChange))
   }
 }

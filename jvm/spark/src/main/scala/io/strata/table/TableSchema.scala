@@ -96,14 +96,23 @@ object TableSchema {
     } else SchemaMatch(feeds, None)
   }
 
-  /** Widening that never loses information, done by casting the data to the table's type. */
+  /**
+   * Widening that never loses information, done by casting the data to the table's type. Inside structs (the same
+   * fields in the same order: a cast goes by position), arrays and maps each leaf is the same type or widens.
+   */
   def canWiden(from: DataType, to: DataType): Boolean = (from, to) match {
+    case (f: StructType, t: StructType) => f.length == t.length && f.fields.zip(t.fields).forall { case (a, b) =>
+      a.name.equalsIgnoreCase(b.name) && sameOrWider(a.dataType, b.dataType)
+    }
+    case (f: ArrayType, t: ArrayType) => sameOrWider(f.elementType, t.elementType)
+    case (f: MapType, t: MapType) => sameOrWider(f.keyType, t.keyType) && sameOrWider(f.valueType, t.valueType)
     case (ByteType, ShortType | IntegerType | LongType) => true
     case (ShortType, IntegerType | LongType) => true
     case (IntegerType, LongType) => true
     case (FloatType, DoubleType) => true
     case (ByteType | ShortType | IntegerType, DoubleType) => true
     case (DateType, TimestampType) => false // changes meaning with the session time zone: refuse
+    case (DateType, TimestampNTZType) => true // midnight of that day, whatever the zone
     case (f: DecimalType, t: DecimalType) => t.scale >= f.scale && (t.precision - t.scale) >= (f.precision - f.scale)
     case (ByteType, t: DecimalType) => t.precision - t.scale >= 3
     case (ShortType, t: DecimalType) => t.precision - t.scale >= 5
@@ -112,6 +121,8 @@ object TableSchema {
     case (NullType, _) => true
     case _ => false
   }
+
+  private def sameOrWider(from: DataType, to: DataType): Boolean = sameType(from, to) || canWiden(from, to)
 
   /** The same type with every field, element and value nullable (how path writes store a DataFrame's schema). */
   def asNullable(dt: DataType): DataType = dt match {

@@ -64,27 +64,38 @@ object TypeWideningChanges {
   }
 
   /**
-   * Schema evolution (`mergeSchema`) on a table with `delta.enableTypeWidening`: each top-level data column whose type
-   * is a wider one of its table column's (delta-spark's subset for evolution: integral, float -> double, decimal,
-   * date -> timestamp_ntz) widens it, recorded as ALTER COLUMN TYPE records it. Partition columns never widen.
+   * Schema evolution (`mergeSchema`) on a table with `delta.enableTypeWidening`: every data column, nested struct
+   * field, array element and map key or value whose type is a wider one of the table's (any widening PROTOCOL.md
+   * lists: delta-spark 4.4's default `typeWidening.allowAutomaticWidening = always`) widens the table's, each recorded
+   * as ALTER COLUMN TYPE records it (on the nearest struct field, with `fieldPath` inside arrays and maps). Partition
+   * columns never widen; other type differences are left to [[TableSchema.matchColumns]] (a narrower type is cast, an
+   * unrelated one refused).
    */
   def evolve(table: StructType, data: StructType, meta: io.strata.log.Metadata, protocol: Protocol,
       commitVersion: Long, tableName: String): StructType =
     if (!ProtocolSupport.typeWideningEnabled(meta)) table
-    else data.fields.foldLeft(table) { (schema, d) =>
-      schema.fields.find(_.name.equalsIgnoreCase(d.name)) match {
-        case Some(f) if !meta.partitionColumns.exists(_.equalsIgnoreCase(f.name)) && evolvable(f.dataType, d.dataType) =>
-          widen(schema, Seq(f.name), d.dataType, meta.configuration, meta.partitionColumns, protocol, commitVersion,
-            tableName)
-        case _ => schema
+    else {
+      val dataColumns = StructType(data.fields.filterNot(d => meta.partitionColumns.exists(_.equalsIgnoreCase(d.name))))
+      widenings(table, dataColumns, Nil).foldLeft(table) { case (schema, (path, to)) =>
+        widen(schema, path, to, meta.configuration, meta.partitionColumns, protocol, commitVersion, tableName)
       }
     }
 
-  private def evolvable(from: DataType, to: DataType): Boolean = from != to && supported(from, to) && ((from, to) match {
-    case (ByteType | ShortType | IntegerType, ShortType | IntegerType | LongType) => true
-    case (FloatType, DoubleType) | (DateType, TimestampNTZType) | (_: DecimalType, _: DecimalType) => true
-    case _ => false
-  })
+  /**
+   * The paths (as ALTER COLUMN spells them) where `data` holds a wider atomic type than `table`, in the order
+   * delta-spark records them: fields in table order, a map's key before its value.
+   */
+  private def widenings(table: DataType, data: DataType, path: List[String]): Seq[(List[String], DataType)] =
+    (table, data) match {
+      case (t: StructType, d: StructType) => t.fields.toSeq.flatMap(f =>
+        d.fields.find(_.name.equalsIgnoreCase(f.name)).toSeq.flatMap(g => widenings(f.dataType, g.dataType,
+          path :+ f.name)))
+      case (t: ArrayType, d: ArrayType) => widenings(t.elementType, d.elementType, path :+ "element")
+      case (t: MapType, d: MapType) =>
+        widenings(t.keyType, d.keyType, path :+ "key") ++ widenings(t.valueType, d.valueType, path :+ "value")
+      case (from, to) if from != to && supported(from, to) => Seq(path -> to)
+      case _ => Nil
+    }
 
   /** PROTOCOL.md's list of widenings (delta-spark's TypeWidening.isTypeChangeSupported). */
   def supported(from: DataType, to: DataType): Boolean = (from, to) match {

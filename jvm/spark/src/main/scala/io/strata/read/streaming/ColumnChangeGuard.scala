@@ -37,30 +37,43 @@ final class ColumnChangeGuard(tableName: String, read: Metadata, readVersion: Lo
    * to `readVersion` is older than the read schema: a restarted query checks that span once ([[refusedOnRestart]]).
    */
   def checkCommit(version: Long, m: Metadata): Unit = if (version > readVersion) {
-    val changes = SchemaChanges(NonAdditiveChanges.between(read, m), SourceTypeChanges.between(read, m))
-    if (changes.nonEmpty) throw stop(version, changes, allowed = refused(changes).isEmpty)
+    val changes = between(read, m)
+    if (changes.nonEmpty) throw stop(version, changes, allowed = refused(changes, Some(version)).isEmpty)
   }
 
-  /** The changes from `before` to `after` the options refuse. */
-  def refused(before: Metadata, after: Metadata): SchemaChanges =
-    refused(SchemaChanges(NonAdditiveChanges.between(before, after), SourceTypeChanges.between(before, after)))
+  /** The changes from `before` to `after`, made by the commit at `version`, the options refuse. */
+  def refused(before: Metadata, after: Metadata, version: Long): SchemaChanges =
+    refused(between(before, after), Some(version))
 
-  /** The changes from `before` (the schema rows were last delivered under) to the read schema the options refuse. */
-  def refusedOnRestart(before: Metadata): SchemaChanges = refused(before, read)
+  /**
+   * The changes from `before` (the schema rows were last delivered under) to the read schema the options refuse,
+   * whatever commits made them: only `always` allows them here (a version allows the change of its commit alone).
+   */
+  def refusedOnRestart(before: Metadata): SchemaChanges = refused(between(before, read), None)
 
-  private def refused(c: SchemaChanges): SchemaChanges =
-    SchemaChanges(c.nonAdditive.filterNot(options.allows), if (options.allowColumnTypeChange) Nil else c.widenings)
+  def between(before: Metadata, after: Metadata): SchemaChanges =
+    SchemaChanges(NonAdditiveChanges.between(before, after), SourceTypeChanges.between(before, after))
+
+  private def refused(c: SchemaChanges, version: Option[Long]): SchemaChanges = {
+    def allows(a: io.strata.config.SchemaChangeAllowance) = a.always || version.exists(a.allows)
+    SchemaChanges(c.nonAdditive.filterNot(n => allows(if (n.isRename) options.allowColumnRename
+      else options.allowColumnDrop)), if (allows(options.allowColumnTypeChange)) Nil else c.widenings)
+  }
 
   def stop(version: Long, changes: SchemaChanges, allowed: Boolean): StreamSourceChangeException = {
     val remedy = if (allowed) "The stream's options allow it: restart the query to read on under the table's new " +
       s"schema (${TableSchema.of(read).schema.simpleString} until then)."
     else {
-      val options = Seq(
-        Option.when(changes.nonAdditive.exists(_.isRename))(s"${StreamReadOptions.AllowColumnRename}=always"),
-        Option.when(changes.nonAdditive.exists(_.isDrop))(s"${StreamReadOptions.AllowColumnDrop}=always"),
-        Option.when(changes.widenings.nonEmpty)(s"${StreamReadOptions.AllowColumnTypeChange}=always")).flatten
-      s"To read on under the table's new schema, restart the query with option ${options.mkString(" and ")}; or " +
-        s"start a new query (a new checkpoint location) with startingVersion=$version."
+      val names = Seq(
+        Option.when(changes.nonAdditive.exists(_.isRename))(StreamReadOptions.AllowColumnRename),
+        Option.when(changes.nonAdditive.exists(_.isDrop))(StreamReadOptions.AllowColumnDrop),
+        Option.when(changes.widenings.nonEmpty)(StreamReadOptions.AllowColumnTypeChange)).flatten
+      def set(value: String) = names.map(o => s"$o=$value").mkString(" and ")
+      val confs = names.flatMap(options.streamConf)
+      val conf = if (confs.isEmpty) "" else s" (or session conf ${confs.mkString(" and ")} set to one of those values)"
+      s"To read on under the table's new schema, restart the query with option ${set("always")} (or ${set(s"$version")}" +
+        s" for this version's change only)$conf; or start a new query (a new checkpoint location) with " +
+        s"startingVersion=$version."
     }
     // A widening alone has its own condition: the other one speaks of column mapping, which widening does not need.
     val condition = if (changes.nonAdditive.isEmpty) "STRATA_STREAM_TYPE_WIDENING"

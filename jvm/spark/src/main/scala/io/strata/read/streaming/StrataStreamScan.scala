@@ -28,6 +28,7 @@ final class StrataStreamScan(tablePath: Path, tableName: String, schema: StructT
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
     val spark = SparkSession.active
     val parsed = StreamReadOptions.parse(options.asCaseSensitiveMap().asScala.toMap)
+      .withSessionConfs(spark.conf.getOption, checkpointLocation)
     val log = TableLog.forPath(tablePath, SparkInternals.hadoopConf(spark, Map.empty))
     val snapshot = log.snapshot()
     ProtocolSupport.checkReadable(snapshot.protocol, tableName) // later protocol changes are checked per commit

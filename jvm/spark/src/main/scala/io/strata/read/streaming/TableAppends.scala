@@ -169,13 +169,17 @@ final class TableAppends(log: TableLog, tableName: String, read: Metadata, skipC
     if (guard.guardsRestarts && !freshStart.contains(start) && before >= 0 && before <= lastVersion) {
       // A log cleaned past `before` has no such snapshot: the commits it needs are gone too, and say so when read.
       scala.util.Try(log.snapshotAt(before).metadata).toOption.filter(guard.refusedOnRestart(_).nonEmpty).foreach { delivered =>
-        // The first commit after `before` whose metadata made a change the options refuse.
-        val at = ((before + 1) to lastVersion).iterator.flatMap { v =>
+        // Commit by commit (each change is allowed by `always` or by its own commit's version): the first one whose
+        // metadata made a change the options refuse.
+        val metadata = ((before + 1) to lastVersion).iterator.flatMap { v =>
           scala.util.Try(log.readCommit(v)).toOption.flatMap(_.collectFirst { case m: Metadata => m }).map(v -> _)
-        }.map { case (v, m) => v -> guard.refused(delivered, m) }
+        }.toSeq
+        val steps = metadata.zip(delivered +: metadata.map(_._2)).map { case ((v, m), prev) => (v, prev, m) }
+        val at = steps.iterator.map { case (v, prev, m) => v -> guard.refused(prev, m, v) }
           .collectFirst { case (v, refused) if refused.nonEmpty => v -> refused }
-          .getOrElse((before + 1) -> guard.refusedOnRestart(delivered))
-        restartStop = Some(at._1 -> guard.stop(at._1, at._2, allowed = false))
+          .orElse(Option.when(steps.forall { case (_, prev, m) => guard.between(prev, m).isEmpty })(
+            (before + 1) -> guard.refusedOnRestart(delivered))) // no commit shows the change: allowed only always
+        at.foreach { case (v, refused) => restartStop = Some(v -> guard.stop(v, refused, allowed = false)) }
       }
     }
   }
