@@ -1,7 +1,5 @@
 package io.strata.log
 
-import java.io.FileNotFoundException
-
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, Path}
 
@@ -226,20 +224,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   /** The actions of commit `version`, as written. */
   def readCommit(version: Long): Seq[Action] = readCommit(version, FileNames.deltaFile(logPath, version))
 
-  private[log] def readCommit(version: Long, path: Path): Seq[Action] = {
-    val lines = try store.read(path) catch {
-      case e: FileNotFoundException => throw CorruptLogException("STRATA_CORRUPT_LOG",
-        s"Commit file $path of version $version is missing.", e)
-    }
-    if (lines.isEmpty) throw CorruptLogException("STRATA_CORRUPT_LOG",
-      s"Commit file $path of version $version is empty.")
-    lines.zipWithIndex.map { case (line, i) =>
-      try ActionCodec.parse(line) catch {
-        case e: MalformedActionException => throw CorruptLogException("STRATA_CORRUPT_LOG",
-          s"Commit file $path of version $version is corrupt or truncated at line ${i + 1}: ${e.messageText}.", e)
-      }
-    }
-  }
+  private[log] def readCommit(version: Long, path: Path): Seq[Action] = LogFileReads.commit(store, version, path)
 
   /** The version `_last_checkpoint` names, if it is there and readable. */
   def lastCheckpointVersion(): Option[Long] = readLastCheckpointHint()
@@ -247,16 +232,8 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   private def readLastCheckpointHint(): Option[Long] =
     readLastCheckpoint().flatMap(n => Option(n.get("version"))).map(_.asLong)
 
-  private def readLastCheckpoint(): Option[com.fasterxml.jackson.databind.JsonNode] = {
-    val path = FileNames.lastCheckpoint(logPath)
-    try {
-      val lines = store.read(path)
-      Option(ActionCodec.mapper.readTree(lines.mkString))
-    } catch {
-      case _: FileNotFoundException => None
-      case NonFatal(_) => None // a damaged hint is only a hint: listing finds the checkpoints
-    }
-  }
+  private def readLastCheckpoint(): Option[com.fasterxml.jackson.databind.JsonNode] =
+    LogFileReads.lastCheckpoint(store, logPath)
 
   private[log] def load(listing: LogListing, target: Option[Long]): Snapshot = load(listing, target, replay)
 
