@@ -7,7 +7,8 @@ import io.strata.log._
  * clustering domain, so a later batch's transaction on the planned snapshot would conflict with the run's own
  * earlier commits. It commits on the latest snapshot instead, after the checks its conflict check would have made
  * against the commits since the plan: the schema, protocol and clustering columns unchanged (else the batch loses,
- * as to a metadata change), and each group's files still live (else the group loses, as to a concurrent delete).
+ * as to a metadata change), and each group's files still live with the deletion vectors they had (else the group
+ * loses, as to a concurrent delete).
  */
 object LaterBatch {
   /** The groups that may commit on `latest`, and the lost ones with their conflicts. */
@@ -19,10 +20,12 @@ object LaterBatch {
         s"columns changed after the OPTIMIZE was planned on version ${planned.version}")
       return (Nil, groups.map(_ -> e))
     }
-    def abs(s: Snapshot, path: String): String = Snapshot.absolutePath(s.tablePath, path).toString
-    val live = latest.files.iterator.map(f => abs(latest, f.path)).toSet
-    val (ok, gone) = groups.partition(_.files.forall(f => live(abs(planned, f.path))))
+    // A file is the same only with the same deletion vector: a DELETE since the plan that added one to a file keeps
+    // its path, and rewriting the planned rows would bring the deleted ones back.
+    def key(s: Snapshot, f: AddFile) = (Snapshot.absolutePath(s.tablePath, f.path).toString, f.dvId)
+    val live = latest.files.iterator.map(key(latest, _)).toSet
+    val (ok, gone) = groups.partition(_.files.forall(f => live(key(planned, f))))
     (ok, gone.map(g => g -> ConcurrentDeleteDeleteException(latest.version, "unknown", "a file it rewrites was " +
-      s"removed after the OPTIMIZE was planned on version ${planned.version}")))
+      s"removed or given a deletion vector after the OPTIMIZE was planned on version ${planned.version}")))
   }
 }

@@ -3,6 +3,7 @@ package io.strata.catalog
 import io.strata.dml.DmlTestSupport
 import io.strata.log._
 import org.apache.spark.sql.Row
+import org.apache.spark.sql.functions.min
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
@@ -208,5 +209,26 @@ class ClusteringSuite extends AnyFunSuite with DmlTestSupport {
       Seq("v", "k"))) && cubed.size == files.size - 1 && compacted.size == 1)
     val sum = Seq(0L, 100L, 200L, 300L).map(f => (f until f + 50).sum).sum
     assert(rowsOf(t, "count(*), sum(v)") == Seq(Row(200L, sum)))
+  }
+
+  test("a later batch loses the group whose file a deletion-vector DELETE changed after the plan, not the delete") {
+    val t = freshTable("clustering", "(id BIGINT, k STRING, v INT, m MAP<STRING, INT>) USING strata CLUSTER BY (v, k) " +
+      "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+    Seq(0, 100, 200, 300).foreach(insert(t, _))
+    val snap = log(t).snapshot()
+    val files = snap.files
+    val last = files.map(_.path).max // in plan order: the last batch
+    val victim = spark.read.parquet(snap.absolutePath(last).toString).agg(min("id")).head().getLong(0)
+    withConf("spark.strata.optimize.clustering.minCubeSize", "1") {
+      withConf("spark.strata.optimize.clustering.targetCubeSize", "1") {
+        withConf("spark.strata.optimize.batchSize", (files.map(_.size).max * 2).toString) {
+          val r = raced(spark.sql(s"DELETE FROM $t WHERE id = $victim"))(optimize(t))
+          assert(r.getAs[Int]("groups_committed") == files.size - 1 && removedAdded(r)._3 == 1, r)
+        }
+      }
+    }
+    // The DELETE kept the file and gave it a deletion vector; the lost group left both alone.
+    assert(log(t).snapshot().files.exists(f => f.path == last && f.deletionVector.isDefined))
+    assert(rowsOf(t, s"count(*), count_if(id = $victim)") == Seq(Row(199L, 0L)))
   }
 }
