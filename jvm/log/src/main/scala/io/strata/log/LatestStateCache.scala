@@ -39,11 +39,8 @@ private[log] class LatestStateCache[T](versionOf: T => Long, checkpointOf: T => 
 
   /** Remembers `state` as the table's latest (unless a newer one is held), built up to the commit file `commit`. */
   def put(table: String, state: T, commit: Option[FileStatus]): Unit = commit.foreach { st =>
-    entries.synchronized {
-      if (entries.get(table).forall(e => versionOf(e.state) <= versionOf(state))) {
-        entries.put(table, new Entry(state, st.getLen, st.getModificationTime))
-      }
-    }
+    entries.putIf(table, new Entry(state, st.getLen, st.getModificationTime))(
+      _.forall(e => versionOf(e.state) <= versionOf(state)))
   }
 
   def invalidate(table: String): Unit = entries.remove(table)

@@ -24,6 +24,11 @@ final class RecentlyUsed[K, V](max: Int, evicted: V => Unit = (_: V) => ()) {
     replaced
   }
 
+  /** Puts `value` for `key` when `replaces` holds of the current value (None: none), as one step. */
+  def putIf(key: K, value: V)(replaces: Option[V] => Boolean): Unit = synchronized {
+    if (replaces(Option(entries.get(key)))) put(key, value)
+  }
+
   def remove(key: K): Option[V] = synchronized(Option(entries.remove(key)))
 
   /** Removes every entry and returns them (least recently used first). */

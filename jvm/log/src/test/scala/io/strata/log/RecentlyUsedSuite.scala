@@ -15,8 +15,14 @@ class RecentlyUsedSuite extends AnyFunSuite {
     // Replacing a key hands the old value back to the caller instead of evicting it.
     assert(m.put("a", 10).contains(1))
     assert(evicted == Seq(2))
+    m.putIf("a", 5)(_.exists(_ > 10)) // 10 is not above 10: kept
+    assert(m.get("a").contains(10))
+    m.putIf("a", 11)(_.forall(_ <= 10))
+    assert(m.get("a").contains(11))
+    m.putIf("a", 10)(_.forall(_ <= 10))
+    assert(m.get("a").contains(11) && evicted == Seq(2))
     assert(m.remove("c").contains(3) && m.remove("c").isEmpty)
-    assert(m.clear() == Seq(10) && m.get("a").isEmpty)
+    assert(m.clear() == Seq(11) && m.get("a").isEmpty)
     assertThrows[IllegalArgumentException](new RecentlyUsed[String, Int](0))
   }
 }
