@@ -231,10 +231,9 @@ class Table:
         (``ALTER COLUMN ... TYPE``, schema evolution) stops it the same way until ``allow_source_column_type_change``
         (``allowSourceColumnTypeChange``); files written before it are then read widened. Each of the three takes
         ``True`` (every such change) or the version of the commit whose change to allow (that one only, as the
-        stream's error names it; delta-spark's option value). Bad arguments raise
-        :class:`strata.InvalidOptionError` here; a
-        ``starting_timestamp`` after the latest commit is refused when the query starts (a ``StreamingQueryException``,
-        :class:`strata.InvalidOptionError` under :func:`strata.errors.translate`).
+        stream's error names it; delta-spark's option value). Bad arguments raise :class:`strata.InvalidOptionError`
+        here; a ``starting_timestamp`` after the latest commit is refused when the query starts (a
+        ``StreamingQueryException``, :class:`strata.InvalidOptionError` under :func:`strata.errors.translate`).
 
         >>> q = (strata.Table.for_name(spark, "strata.db.bronze").stream(max_files_per_trigger=100)
         ...      .writeStream.format("strata").option("checkpointLocation", "/chk/silver")
