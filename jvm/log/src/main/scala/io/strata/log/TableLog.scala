@@ -162,15 +162,21 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
       }
 
   /**
-   * How big the latest version's file state is, from one listing and `_last_checkpoint` only (nothing replayed), or
-   * None when there is no table: exact when this JVM holds that snapshot; else the size of an older snapshot or head
-   * this JVM holds from the newest checkpoint (its count, the bytes of the commits since added: as informed as
-   * `_last_checkpoint`, which ignores the commits after the checkpoint too), so that appends racing other writers or
-   * made over heads do not read `_last_checkpoint` again; else `_last_checkpoint`'s `numOfAddFiles` when it
-   * describes the newest complete checkpoint (the commits after it are not counted), and the bytes of that
-   * checkpoint's parts and the commits after it.
+   * How big the latest version's file state is, from one listing and `_last_checkpoint` (nothing replayed), or None
+   * when there is no table: exact for a snapshot this JVM holds of it; else an older snapshot's or head's size from
+   * the newest checkpoint, plus the bytes of the commits since (no second read of `_last_checkpoint` for appends
+   * racing others or made over heads); else `_last_checkpoint`'s `numOfAddFiles` when it names the newest complete
+   * checkpoint (commits after it not counted), and the bytes of that checkpoint and the commits after it.
    */
   def stateSize(): Option[StateSize] = sizeFrom(listLog())
+
+  /**
+   * How big the table is just after `version`, a commit of this JVM (for what runs after a commit: where its
+   * checkpoint is written, whether compaction may build the state): the head the commit left when it directly
+   * followed the head it read; else [[stateSize]] when that states a file count; else the head at `version`.
+   */
+  def sizeAfter(version: Long): StateSize =
+    heldHead(version).map(_.size).orElse(stateSize().filter(_.files.isDefined)).getOrElse(headAt(version).size)
 
   private def sizeFrom(listing: LogListing): Option[StateSize] = {
     if (listing.isEmpty) return None

@@ -225,14 +225,14 @@ final class Transaction private[log] (val log: TableLog, snapshot: Option[Snapsh
    * next load of the table needs no replay (and a blind append starts from it, [[TableLog.appendBase]]); with the
    * commit file it was cached from.
    */
-  private def remember(version: Long, body: Seq[Action]): Option[(Snapshot, FileStatus)] =
-    (if (hasFileState && readVersion < 0) Some(None) else snapshot.map(Some(_))).flatMap { seed =>
+  private def remember(version: Long, body: Seq[Action]): Option[(Snapshot, FileStatus)] = {
+    val newTable = hasFileState && readVersion < 0
+    if (snapshot.isEmpty && !newTable) return None // a commit over a head keeps its head instead (rememberHead)
     try {
-      val replay = seed.fold(new Snapshot.Replay(log.tablePath))(Snapshot.Replay.from)
+      val replay = snapshot.fold(new Snapshot.Replay(log.tablePath))(Snapshot.Replay.from)
       body.foreach(replay.apply)
-      val file = FileNames.deltaFile(log.logPath, version)
-      val status = log.store.fs.getFileStatus(file)
-      val seg = seed.fold(LogSegment(version, None, Nil, Nil, status.getModificationTime))(_.segment)
+      val status = log.store.fs.getFileStatus(FileNames.deltaFile(log.logPath, version))
+      val seg = snapshot.fold(LogSegment(version, None, Nil, Nil, status.getModificationTime))(_.segment)
       val after = replay.result(version, seg.copy(version = version,
         commitFiles = seg.commitFiles :+ status.getPath, lastCommitTimestamp = status.getModificationTime))
       SnapshotCache.put(log.tablePath.toString, after, Some(status))

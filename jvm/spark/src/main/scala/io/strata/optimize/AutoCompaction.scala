@@ -46,8 +46,8 @@ object AutoCompaction {
 
   /** Whether a commit made over its head is of a table above the distributed-state threshold (the head's size). */
   private def aboveThreshold(commit: CommittedVersion): Boolean = {
-    val size = commit.log.heldHead(commit.version).map(_.size).orElse(commit.log.stateSize())
-    SparkSession.getActiveSession.forall(s => size.forall(ReadConf.distributedState(s, _)))
+    val size = commit.log.sizeAfter(commit.version)
+    SparkSession.getActiveSession.forall(ReadConf.distributedState(_, size))
   }
 
   def enabled(tableProperties: Map[String, String]): Boolean =

@@ -34,8 +34,7 @@ object DistributedCheckpoint {
 
     def run(commit: CommittedVersion): Unit = if (CheckpointHook.due(commit)) {
       val (log, version) = (commit.log, commit.version)
-      // The head after the commit is held when the commit directly followed the head it read.
-      val size = log.heldHead(version).getOrElse(log.headAt(version)).size
+      val size = log.sizeAfter(version)
       val spark = SparkSession.getActiveSession
       if (onDriver(spark, log, size)) CheckpointHook.writeOverHead(log, version)
       else spark match {
