@@ -20,6 +20,8 @@ from typing import Any, Union
 
 from pyspark.sql import Column
 
+from strata.errors import InvalidOptionError
+
 #: A condition or a value: SQL text, or a pyspark Column (classic or Spark Connect).
 Expr = Union[str, Column]
 
@@ -281,3 +283,20 @@ def _render(node: Node, what: str) -> str:
     if not all(part.isidentifier() for part in name.split(".")):
         raise _unrenderable(f"the operator or function {name!r}", what)
     return f"{name}({'DISTINCT ' if distinct else ''}{', '.join(args)})"
+
+
+def timestamp_option(timestamp: _dt.datetime | _dt.date | str) -> str:
+    """The ``timestampAsOf`` text for a timestamp given as ``datetime``, ``date`` or ``str``."""
+    if isinstance(timestamp, _dt.datetime):
+        if timestamp.tzinfo is not None and timestamp.utcoffset() is not None:
+            # An absolute instant: say so with an explicit offset (Spark's timestamp cast understands it).
+            utc = timestamp.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+            return utc.isoformat(sep=" ", timespec="microseconds") + "Z"
+        return timestamp.isoformat(sep=" ", timespec="microseconds")  # session time zone, like a string
+    if isinstance(timestamp, _dt.date):
+        return timestamp.isoformat() + " 00:00:00"
+    if isinstance(timestamp, str) and timestamp.strip():
+        return timestamp
+    raise InvalidOptionError(
+        "timestamp must be a datetime, a date or a non-empty string such as '2026-01-31 12:00:00'; "
+        f"got {timestamp!r}")

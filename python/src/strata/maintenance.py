@@ -12,13 +12,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from strata._sql import quote_identifier
+from strata._sql import quote_identifier, timestamp_option
 from strata.errors import InvalidOptionError, translate
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Row, SparkSession
 
-__all__ = ["OptimizeResult", "VacuumResult", "RestoreResult", "TableDetail", "LogCleanupResult"]
+__all__ = ["OptimizeResult", "VacuumResult", "RestoreResult", "TableDetail", "LogCleanupResult", "TableMaintenance"]
 
 
 @dataclass(frozen=True)
@@ -199,3 +199,114 @@ def check_hours(value: float | int | None, what: str) -> float | None:
         raise InvalidOptionError(f"{what} must be a number of hours >= 0 (e.g. 168 for 7 days) or None for the "
                                  f"table's setting; got {value!r}")
     return float(value)
+
+
+class TableMaintenance:
+    """The maintenance calls of :class:`strata.Table` (which runs them on its table through ``_call``)."""
+
+    def _call(self, procedure: str, **arguments: Any) -> DataFrame:
+        raise NotImplementedError
+
+    def detail(self) -> TableDetail:
+        """The table's description: location, files, size, partition columns, properties, protocol, version.
+
+        >>> d = strata.Table.for_path(spark, "/data/events").detail()
+        >>> d.num_files, d.partition_columns, d.properties.get("delta.enableDeletionVectors")
+        (12, ('day',), 'true')
+        """
+        return table_detail(rows(self._call("detail")))
+
+    def optimize(self, where: str | None = None, zorder_by: Sequence[str] | str | None = None,
+                 target_file_size: int | None = None, full: bool = False) -> OptimizeResult:
+        """Compacts small files (``CALL <catalog>.system.optimize``): in the partitions ``where`` selects (SQL over
+        partition columns; all without it), small files are rewritten into files of about ``target_file_size``
+        bytes; with ``zorder_by`` every file there is rewritten with rows clustered on those columns, so filters on
+        them skip files. Rewrites commit with ``dataChange = false`` in independent groups: concurrent appends go on,
+        and a concurrent change to a group's files loses that group only (``groups_conflicted``). A clustered table
+        (``CLUSTER BY``) is clustered incrementally by its clustering columns; ``full=True`` (delta-spark's
+        ``OPTIMIZE t FULL``) also reclusters the files clustered by other columns.
+
+        >>> t.optimize().files_removed
+        40
+        >>> t.optimize(where="day >= '2026-01-01'", zorder_by=["user_id", "item_id"]).versions
+        (12,)
+        """
+        if where is not None and (not isinstance(where, str) or not where.strip()):
+            raise InvalidOptionError(f"where must be SQL text over partition columns such as \"day = '2026-01-01'\" "
+                                     f"or None; got {where!r}")
+        if target_file_size is not None and (isinstance(target_file_size, bool)
+                                             or not isinstance(target_file_size, int) or target_file_size <= 0):
+            raise InvalidOptionError(f"target_file_size must be a number of bytes > 0 or None; got "
+                                     f"{target_file_size!r}")
+        if not isinstance(full, bool):
+            raise InvalidOptionError(f"full must be True or False; got {full!r}")
+        return optimize_result(rows(self._call("optimize", where=where, zorder_by=check_column_names(zorder_by),
+                                                target_file_size=target_file_size, full=full or None)))
+
+    def vacuum(self, retention_hours: float | None = None, dry_run: bool = False) -> VacuumResult:
+        """Deletes files no version within the retention references (``CALL <catalog>.system.vacuum``): data and
+        deletion vector files that commits older than ``retention_hours`` removed, and leftovers of failed jobs
+        older than that. The default retention is the table's ``delta.deletedFileRetentionDuration`` (7 days); a
+        shorter one is refused unless the session sets ``spark.strata.vacuum.retentionCheck.enabled=false``. With
+        ``dry_run`` nothing is deleted and the paths are returned.
+
+        >>> t.vacuum(dry_run=True).paths
+        ('file:/data/events/part-00003-....parquet',)
+        >>> t.vacuum().files_deleted
+        1
+        """
+        if not isinstance(dry_run, bool):
+            raise InvalidOptionError(f"dry_run must be True or False; got {dry_run!r}")
+        return vacuum_result(rows(self._call("vacuum", retention_hours=check_hours(retention_hours,
+                                                                                     "retention_hours"),
+                                             dry_run=dry_run)), dry_run)
+
+    def restore(self, version: int | None = None,
+                timestamp: _dt.datetime | _dt.date | str | None = None) -> RestoreResult:
+        """Makes the table's rows those of an earlier ``version`` (or of the version current at ``timestamp``) in a
+        new commit (``CALL <catalog>.system.restore``); history stays, and the restore can itself be undone. Fails
+        naming the file when a file the old version needs was vacuumed.
+
+        >>> t.restore(version=3).version
+        9
+        >>> t.restore(timestamp="2026-01-31 12:00:00").restored_version
+        5
+        """
+        if (version is None) == (timestamp is None):
+            raise InvalidOptionError("restore needs exactly one of version or timestamp")
+        if version is not None:
+            check_whole("version", version, 0)
+        ts = None if timestamp is None else timestamp_option(timestamp)
+        return restore_result(rows(self._call("restore", version=version, timestamp=ts)))
+
+    def checkpoint(self) -> int:
+        """Writes a checkpoint of the latest version now (``CALL <catalog>.system.checkpoint``); returns its version.
+
+        >>> t.checkpoint()
+        14
+        """
+        [row] = rows(self._call("checkpoint"))
+        return int(row["version"])
+
+    def drop_feature(self, feature: str) -> int:
+        """Removes a table feature's traces and drops it from the protocol, as delta-spark's ``ALTER TABLE ... DROP
+        FEATURE`` (``CALL <catalog>.system.drop_feature``); returns the version of the drop.
+
+        >>> t.drop_feature("typeWidening")
+        21
+        """
+        if not isinstance(feature, str) or not feature:
+            raise InvalidOptionError(f"feature must be a table feature name such as 'typeWidening'; got {feature!r}")
+        [row] = rows(self._call("drop_feature", feature=feature))
+        return int(row["version"])
+
+    def cleanup_log(self, retention_hours: float | None = None) -> LogCleanupResult:
+        """Deletes log entries older than ``delta.logRetentionDuration`` (30 days; ``retention_hours`` overrides it)
+        that no retained version needs (``CALL <catalog>.system.cleanup_log``). Time travel before
+        ``oldest_version`` is no longer possible.
+
+        >>> t.cleanup_log().oldest_version
+        10
+        """
+        return log_cleanup_result(rows(self._call("cleanup_log",
+                                                  retention_hours=check_hours(retention_hours, "retention_hours"))))

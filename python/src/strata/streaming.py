@@ -24,7 +24,7 @@ def stream_options(
     allow_source_column_type_change: bool | int = False,
 ) -> dict[str, str]:
     """The ``readStream`` options of Strata's streaming source for these arguments (see :meth:`Table.stream`)."""
-    from strata.table import _timestamp_option
+    from strata._sql import timestamp_option
 
     options: dict[str, str] = {}
     if starting_version is not None and starting_timestamp is not None:
@@ -37,7 +37,7 @@ def stream_options(
         else:
             options["startingVersion"] = str(check_whole("starting_version", starting_version, 0))
     if starting_timestamp is not None:
-        options["startingTimestamp"] = _timestamp_option(starting_timestamp)
+        options["startingTimestamp"] = timestamp_option(starting_timestamp)
     if max_files_per_trigger is not None:
         options["maxFilesPerTrigger"] = str(check_whole("max_files_per_trigger", max_files_per_trigger, 1))
     if max_bytes_per_trigger is not None:
