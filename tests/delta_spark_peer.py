@@ -9,15 +9,22 @@ import queue
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
-from test_delta_spark_interop import ROOT, delta_jars
-
+ROOT = Path(__file__).resolve().parent.parent
+PEERS = ROOT / "build" / "peers"
+T = TypeVar("T")
 REPLY = "@@delta-spark-peer@@ "  # tests/peers/delta_spark_job.py REPLY
+
+
+def delta_jars() -> str:
+    jars = sorted(str(p) for p in PEERS.glob("delta-*.jar"))
+    assert len(jars) == 2, f"delta-spark jars missing in {PEERS}: run `make peer-jars`"
+    return ",".join(jars)
 
 
 class Peer:
@@ -59,6 +66,17 @@ class Peer:
         reply = self.receive()
         assert "error" not in reply, reply
         return reply
+
+    def beside(self, op: str, work: Callable[[], T], **fields: Any) -> tuple[dict[str, Any], T]:
+        """A request that must succeed, run by the peer while `work` runs here: (the reply, what `work` returned).
+        The reply is taken even when `work` fails, so that the next request does not receive it."""
+        self.send(op, **fields)
+        try:
+            mine = work()
+        finally:
+            reply = self.receive()
+        assert "error" not in reply, reply
+        return reply, mine
 
     def read(self, path: Path, versions: list[int] | None = None, time_zone: str = "UTC") -> list[list[str]]:
         rows: list[list[str]] = self.call("read", path=str(path), versions=versions, time_zone=time_zone)["rows"]

@@ -130,10 +130,11 @@ def corpus(spark: SparkSession, peer: Peer, tmp_path_factory: pytest.TempPathFac
     base = tmp_path_factory.mktemp("colmap_corpus")
     (base / "delta").mkdir()
     (base / "strata").mkdir()
-    delta = peer.call("corpus", base=str(base / "delta"),
-                      tables={name: ddl for name, (ddl, _) in SEQUENCES.items()},
-                      statements=[{"table": name, "sql": sql} for name, sql in STATEMENTS])["results"]
-    return {"strata": run_strata(spark, base / "strata"), "delta": delta, "base": base / "strata"}
+    reply, mine = peer.beside(  # delta-spark runs the corpus while Strata runs it here
+        "corpus", lambda: run_strata(spark, base / "strata"), base=str(base / "delta"),
+        tables={name: ddl for name, (ddl, _) in SEQUENCES.items()},
+        statements=[{"table": name, "sql": sql} for name, sql in STATEMENTS])
+    return {"strata": mine, "delta": reply["results"], "base": base / "strata"}
 
 
 def test_corpus_is_large_enough() -> None:

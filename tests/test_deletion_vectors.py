@@ -1,7 +1,7 @@
 """Deletion vectors: Strata reads tables delta-spark 4.4.0 wrote with `delta.enableDeletionVectors` (DELETE, UPDATE and
 MERGE mark rows deleted in a vector instead of rewriting the file) exactly as delta-spark reads them, at every version.
 
-The peer job (tests/peers/delta_spark_job.py, mode `dv_history`, one Spark application for the module) builds the
+The run's delta-spark peer (tests/peers/delta_spark_job.py, request `dv_history`) builds the
 tables of DV_TABLES and records delta-spark's rows of every version; it also reads copies of the golden DV tables
 (/work/shared/fixtures/delta-golden, see its README) at every version. Rows are compared as sorted JSON strings, as in
 the DML corpus (tests/test_dml_delta_spark.py). delta-rs (`deltalake`, through its DataFusion QueryBuilder: its
@@ -26,7 +26,7 @@ from pyspark.sql import SparkSession
 from peers.delta_spark_job import DV_TABLES, DV_TIME_ZONE_TABLES, OTHER_TIME_ZONE
 import table_reads
 from table_reads import delta_rs_tuples, plain, strata_json
-from test_delta_spark_interop import run_delta_spark
+from delta_spark_peer import Peer
 
 GOLDEN = Path(os.environ.get("STRATA_GOLDEN_TABLES", "/work/shared/fixtures/delta-golden"))
 GOLDEN_DV = ["dv-partitioned-with-checkpoint", "log-replay-dv-key-cases"]
@@ -46,15 +46,15 @@ def copy_table(src: Path, dst: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def dv(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def dv(peer: Peer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """{"tables": {name: history}, "read": {golden name: history}, "golden": {name: copy}}; a history is the table's
     path (tables only), columns, operations, and per time zone the rows of every version (see the peer job)."""
     base = tmp_path_factory.mktemp("deletion_vectors")
     golden = {name: copy_table(GOLDEN / name, base / "golden" / name) for name in GOLDEN_DV}
-    peer = run_delta_spark("dv_history", base / "delta", base / "delta_out.json", *golden.values())
-    peer["read"] = {name: peer["read"][str(path)] for name, path in golden.items()}
-    peer["golden"] = golden
-    return peer
+    theirs = peer.call("dv_history", base=str(base / "delta"), read=[str(p) for p in golden.values()])
+    theirs["read"] = {name: theirs["read"][str(path)] for name, path in golden.items()}
+    theirs["golden"] = golden
+    return theirs
 
 
 def table(dv: dict[str, Any], name: str) -> tuple[Path, dict[str, Any]]:

@@ -309,30 +309,33 @@ FALL_BACK = [
 
 def test_non_utc_session_with_date_and_timestamp_partitions(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
     (tmp_path / "delta").mkdir()
-    peer.send("corpus", tables=TZ_TABLE, base=str(tmp_path / "delta"), time_zone=LA,
-              statements=[{"table": "tz", "sql": sql} for sql in TZ_STATEMENTS])
     path = tmp_path / "strata_tz"
     t = f"strata.`{path}`"
-    mine = []
-    spark.conf.set("spark.sql.session.timeZone", LA)
-    try:
-        for statement in TZ_TABLE["tz"]:
-            spark.sql(statement.format(t=t, using="strata"))
-        for sql in TZ_STATEMENTS + FALL_BACK:
-            _, before = rows_by_file(spark, path)
-            version = log_version(path)
-            spark.sql(sql.format(t=t))
-            _, after = rows_by_file(spark, path)
-            assert log_version(path) == version + 1, sql
-            if not sql.startswith("INSERT"):
-                assert layout_problems(before, after, commit_actions(path, version + 1)) == [], sql
-                assert sum((before - after).values()) == 1, sql  # every statement deletes or changes one row
-            mine.append(strata_json(spark, path))
-        strata_la = strata_json(spark, path)
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", "UTC")
-    theirs = peer.receive()
-    assert "error" not in theirs, theirs
+
+    def run_mine() -> tuple[list[list[str]], list[str]]:
+        mine = []
+        spark.conf.set("spark.sql.session.timeZone", LA)
+        try:
+            for statement in TZ_TABLE["tz"]:
+                spark.sql(statement.format(t=t, using="strata"))
+            for sql in TZ_STATEMENTS + FALL_BACK:
+                _, before = rows_by_file(spark, path)
+                version = log_version(path)
+                spark.sql(sql.format(t=t))
+                _, after = rows_by_file(spark, path)
+                assert log_version(path) == version + 1, sql
+                if not sql.startswith("INSERT"):
+                    assert layout_problems(before, after, commit_actions(path, version + 1)) == [], sql
+                    assert sum((before - after).values()) == 1, sql  # every statement deletes or changes one row
+                mine.append(strata_json(spark, path))
+            strata_la = strata_json(spark, path)
+        finally:
+            spark.conf.set("spark.sql.session.timeZone", "UTC")
+        return mine, strata_la
+
+    statements = [{"table": "tz", "sql": sql} for sql in TZ_STATEMENTS]
+    theirs, (mine, strata_la) = peer.beside("corpus", run_mine, tables=TZ_TABLE, base=str(tmp_path / "delta"),
+                                            time_zone=LA, statements=statements)
     for sql, json_rows, result in zip(TZ_STATEMENTS, mine, theirs["results"]):
         assert "error" not in result and json_rows == result["rows"], sql
     assert sum(len(vector_adds(commit_actions(path, v))) for v in range(2, log_version(path) + 1)) >= 7

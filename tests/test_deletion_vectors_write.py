@@ -162,36 +162,38 @@ def corpus(spark: SparkSession, peer: Peer, tmp_path_factory: pytest.TempPathFac
     base = tmp_path_factory.mktemp("dv_corpus")
     (base / "delta").mkdir()
     (base / "strata").mkdir()
-    peer.send("corpus", tables=DV_TABLES, base=str(base / "delta"),
-              statements=[{"table": table, "sql": sql} for _, table, sql in DV_STATEMENTS])
     paths = {name: base / "strata" / name for name in DV_TABLES}
-    for name, ddl in DV_TABLES.items():
-        for statement in ddl:
-            spark.sql(statement.format(t=f"strata.`{paths[name]}`", using="strata"))
-    results: list[dict[str, Any]] = []
-    state = {name: rows_by_file(spark, path) for name, path in paths.items()}
-    for _, table, sql in DV_STATEMENTS:
-        path = paths[table]
-        (columns, before), version_before = state[table], log_version(path)
-        result: dict[str, Any] = {"table": table}
-        try:
-            spark.sql(sql.format(t=f"strata.`{path}`", using="strata"))
-        except Exception as e:
-            result["error"] = str(e).strip().splitlines()[0][:500]
-        result["version"] = log_version(path)
-        state[table] = new_columns, after = rows_by_file(spark, path)
-        keep = [new_columns.index(c) for c in columns]  # the columns before (MERGE WITH SCHEMA EVOLUTION adds one)
-        after = Counter({(f, tuple(r[i] for i in keep)): n for (f, r), n in after.items()})
-        commit = commit_actions(path, result["version"]) if result["version"] > version_before else None
-        result["problems"] = layout_problems(before, after, commit)
-        result["rows_left_files"] = sum((before - after).values())
-        result["vectors"] = len(vector_adds(commit or []))
-        result["committed"], result["operation"], result["metrics"] = last_commit(path, version_before,
-                                                                                   result["version"])
-        result["rows"] = strata_json(spark, path)
-        results.append(result)
-    delta = peer.receive()
-    assert "error" not in delta, delta
+
+    def run_mine() -> list[dict[str, Any]]:
+        for name, ddl in DV_TABLES.items():
+            for statement in ddl:
+                spark.sql(statement.format(t=f"strata.`{paths[name]}`", using="strata"))
+        results: list[dict[str, Any]] = []
+        state = {name: rows_by_file(spark, path) for name, path in paths.items()}
+        for _, table, sql in DV_STATEMENTS:
+            path = paths[table]
+            (columns, before), version_before = state[table], log_version(path)
+            result: dict[str, Any] = {"table": table}
+            try:
+                spark.sql(sql.format(t=f"strata.`{path}`", using="strata"))
+            except Exception as e:
+                result["error"] = str(e).strip().splitlines()[0][:500]
+            result["version"] = log_version(path)
+            state[table] = new_columns, after = rows_by_file(spark, path)
+            keep = [new_columns.index(c) for c in columns]  # the columns before (MERGE WITH SCHEMA EVOLUTION adds one)
+            after = Counter({(f, tuple(r[i] for i in keep)): n for (f, r), n in after.items()})
+            commit = commit_actions(path, result["version"]) if result["version"] > version_before else None
+            result["problems"] = layout_problems(before, after, commit)
+            result["rows_left_files"] = sum((before - after).values())
+            result["vectors"] = len(vector_adds(commit or []))
+            result["committed"], result["operation"], result["metrics"] = last_commit(path, version_before,
+                                                                                       result["version"])
+            result["rows"] = strata_json(spark, path)
+            results.append(result)
+        return results
+
+    delta, results = peer.beside("corpus", run_mine, tables=DV_TABLES, base=str(base / "delta"),
+                                 statements=[{"table": table, "sql": sql} for _, table, sql in DV_STATEMENTS])
     assert len(delta["results"]) == len(DV_STATEMENTS)
     last = {name: len(ddl) - 1 for name, ddl in DV_TABLES.items()}  # CREATE is version 0, the INSERT version 1
     for (_, table, _), result in zip(DV_STATEMENTS, delta["results"]):

@@ -1,16 +1,13 @@
 """Tables Strata writes are read by delta-spark, and tables delta-spark writes are read by Strata.
 
-delta-spark runs in a separate Spark application (tests/peers/delta_spark_job.py) with its jars from Maven Central
-(fetched by `make peer-jars` into build/peers).
+delta-spark runs in the run's peer application (tests/delta_spark_peer.py; tests/peers/delta_spark_job.py's `interop`
+scenarios) with its jars from Maven Central (fetched by `make peer-jars` into build/peers).
 """
 from __future__ import annotations
 
 import datetime
 import decimal
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,31 +15,15 @@ import pytest
 from pyspark.sql import SparkSession
 
 import strata
+from delta_spark_peer import Peer
 from table_reads import strata_json
 
-ROOT = Path(__file__).resolve().parent.parent
-PEERS = ROOT / "build" / "peers"
+def run_delta_spark(peer: Peer, mode: str, path: Path) -> dict[str, Any]:
+    """One of the peer's `interop` scenarios on the table at `path`."""
+    return peer.call("interop", mode=mode, path=str(path))
 
 
-def delta_jars() -> str:
-    jars = sorted(str(p) for p in PEERS.glob("delta-*.jar"))
-    assert len(jars) == 2, f"delta-spark jars missing in {PEERS}: run `make peer-jars`"
-    return ",".join(jars)
-
-
-def run_delta_spark(mode: str, path: Path, out: Path, *more: Path) -> dict[str, Any]:
-    env = dict(os.environ, STRATA_DELTA_JARS=delta_jars())
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "peers" / "delta_spark_job.py"), mode, str(path), str(out),
-         *map(str, more)],
-        env=env, capture_output=True, text=True, timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-    return result
-
-
-def test_delta_spark_reads_what_strata_wrote(spark: SparkSession, tmp_path: Path) -> None:
+def test_delta_spark_reads_what_strata_wrote(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
     path = tmp_path / "strata_table"
     rows = [
         (i, ["a/b", "k=v", "100%", "with space", "ünï ✓", None, "", "x:y"][i % 8],
@@ -58,25 +39,24 @@ def test_delta_spark_reads_what_strata_wrote(spark: SparkSession, tmp_path: Path
     spark.createDataFrame(rows[0:5], schema).write.format("strata").mode("append").save(str(path))
     assert (path / "_delta_log" / "00000000000000000010.checkpoint.parquet").exists()
 
-    peer = run_delta_spark("read", path, tmp_path / "out.json")
-    assert peer["version"] == 13
-    assert peer["rows"] == strata_json(spark, path, columns=peer["columns"])
-    assert len(peer["rows"]) == 42
+    theirs = run_delta_spark(peer, "read", path)
+    assert theirs["version"] == 13
+    assert theirs["rows"] == strata_json(spark, path, columns=theirs["columns"])
+    assert len(theirs["rows"]) == 42
 
 
 @pytest.fixture(scope="module")
-def delta_written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    base = tmp_path_factory.mktemp("delta_spark")
-    path = base / "delta_table"
-    return path, run_delta_spark("write", path, base / "out.json")
+def delta_written(peer: Peer, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    path = tmp_path_factory.mktemp("delta_spark") / "delta_table"
+    return path, run_delta_spark(peer, "write", path)
 
 
 def test_strata_reads_what_delta_spark_wrote(spark: SparkSession, delta_written: tuple[Path, dict[str, Any]]) -> None:
-    path, peer = delta_written
+    path, theirs = delta_written
     assert (path / "_delta_log" / "00000000000000000010.checkpoint.parquet").exists()
-    assert peer["version"] == 13
-    assert strata_json(spark, path, columns=peer["columns"]) == peer["rows"]
-    assert len(peer["rows"]) == 29
+    assert theirs["version"] == 13
+    assert strata_json(spark, path, columns=theirs["columns"]) == theirs["rows"]
+    assert len(theirs["rows"]) == 29
 
 
 @pytest.mark.parametrize("version,expected", [(0, 40), (11, 40 + 3 * 11), (12, 25)])
@@ -87,16 +67,16 @@ def test_strata_time_travel_on_delta_spark_table(spark: SparkSession, delta_writ
     assert df.count() == expected
 
 
-def test_check_constraints_hold_across_strata_and_delta_spark(spark: SparkSession, tmp_path: Path) -> None:
+def test_check_constraints_hold_across_strata_and_delta_spark(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
     """A constraint Strata declares is enforced by delta-spark, and one delta-spark adds is enforced by Strata."""
     path = tmp_path / "constrained"
     spark.sql(f"CREATE TABLE strata.`{path}` (id BIGINT, CONSTRAINT pos CHECK (id > 0)) USING strata")
     spark.sql(f"INSERT INTO strata.`{path}` VALUES (1), (2)")
 
-    peer = run_delta_spark("constraints", path, tmp_path / "out.json")
-    assert "pos" in peer["violation_error"] and "id > 0" in peer["violation_error"], peer["violation_error"]
-    assert sorted(json.loads(r)["id"] for r in peer["rows"]) == [1, 2, 3]
-    assert peer["version"] == 3  # create, insert, delta-spark's append, delta-spark's ADD CONSTRAINT
+    theirs = run_delta_spark(peer, "constraints", path)
+    assert "pos" in theirs["violation_error"] and "id > 0" in theirs["violation_error"], theirs["violation_error"]
+    assert sorted(json.loads(r)["id"] for r in theirs["rows"]) == [1, 2, 3]
+    assert theirs["version"] == 3  # create, insert, delta-spark's append, delta-spark's ADD CONSTRAINT
 
     with pytest.raises(strata.ConstraintViolationError, match=r"^CHECK constraint small \(id < 100\) violated"):
         strata.write(spark.createDataFrame([(500,)], "id long"), path)
@@ -107,14 +87,15 @@ def test_check_constraints_hold_across_strata_and_delta_spark(spark: SparkSessio
     assert sorted(r.id for r in spark.read.format("strata").load(str(path)).collect()) == [1, 2, 3, 4]
 
 
-def test_delta_spark_reads_and_writes_a_table_created_at_protocol_3_7(spark: SparkSession, tmp_path: Path) -> None:
+def test_delta_spark_reads_and_writes_a_table_created_at_protocol_3_7(spark: SparkSession, peer: Peer,
+                                                                     tmp_path: Path) -> None:
     """TBLPROPERTIES ('delta.minReaderVersion'='3', 'delta.minWriterVersion'='7') gives a protocol delta-spark takes."""
     path = tmp_path / "features"
     spark.sql(f"CREATE TABLE strata.`{path}` (id BIGINT) USING strata "
               "TBLPROPERTIES ('delta.minReaderVersion'='3', 'delta.minWriterVersion'='7')")
     spark.sql(f"INSERT INTO strata.`{path}` VALUES (1), (2)")
-    peer = run_delta_spark("append_id", path, tmp_path / "out.json")
-    assert peer["protocol"] == [3, 7]
-    assert sorted(json.loads(r)["id"] for r in peer["rows"]) == [1, 2, 100]
+    theirs = run_delta_spark(peer, "append_id", path)
+    assert theirs["protocol"] == [3, 7]
+    assert sorted(json.loads(r)["id"] for r in theirs["rows"]) == [1, 2, 100]
     spark.sql(f"INSERT INTO strata.`{path}` VALUES (3)")
     assert sorted(r.id for r in spark.read.format("strata").load(str(path)).collect()) == [1, 2, 3, 100]

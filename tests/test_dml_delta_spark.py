@@ -1,5 +1,5 @@
-"""A corpus of DELETE / UPDATE / MERGE statements run on Strata tables and, in the delta-spark peer job (one Spark
-application for the whole corpus), on delta-spark tables made by the same SQL: the contents must be equal after every
+"""A corpus of DELETE / UPDATE / MERGE statements run on Strata tables and, in the run's delta-spark peer (while Strata
+runs it here), on delta-spark tables made by the same SQL: the contents must be equal after every
 statement (each statement is its own test, so a failure names it), a statement failing on one must fail on the
 other, and delta-rs (`deltalake`) reads Strata's final tables as Strata does.
 
@@ -7,10 +7,6 @@ other, and delta-rs (`deltalake`) reads Strata's final tables as Strata does.
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +14,7 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
-from test_delta_spark_interop import ROOT, delta_jars
+from delta_spark_peer import Peer
 from table_reads import plain
 
 COLS = "id BIGINT, k STRING, d DATE, ts TIMESTAMP, amt DECIMAL(10,2), v STRING"
@@ -146,21 +142,14 @@ def run_strata(spark: SparkSession, base: Path) -> tuple[list[dict[str, Any]], d
 
 
 @pytest.fixture(scope="module")
-def corpus(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def corpus(spark: SparkSession, peer: Peer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     base = tmp_path_factory.mktemp("dml_corpus")
-    corpus_file, out = base / "corpus.json", base / "delta_out.json"
-    corpus_file.write_text(json.dumps({"tables": TABLES, "statements": [
-        {"table": table, "sql": sql} for _, table, sql in STATEMENTS]}), encoding="utf-8")
     (base / "delta").mkdir()
-    env = dict(os.environ, STRATA_DELTA_JARS=delta_jars())
-    peer = subprocess.Popen(  # delta-spark starts while Strata runs the corpus here
-        [sys.executable, str(ROOT / "tests" / "peers" / "delta_spark_job.py"), "dml", str(corpus_file),
-         str(base / "delta"), str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     (base / "strata").mkdir()
-    strata_results, paths = run_strata(spark, base / "strata")
-    _, stderr = peer.communicate(timeout=900)
-    assert peer.returncode == 0, stderr[-4000:]
-    delta_results = json.loads(out.read_text(encoding="utf-8"))["results"]
+    reply, (strata_results, paths) = peer.beside(  # delta-spark runs the corpus while Strata runs it here
+        "corpus", lambda: run_strata(spark, base / "strata"), tables=TABLES, base=str(base / "delta"),
+        statements=[{"table": table, "sql": sql} for _, table, sql in STATEMENTS])
+    delta_results = reply["results"]
     assert len(delta_results) == len(STATEMENTS)
     return {"strata": strata_results, "delta": delta_results, "paths": paths}
 

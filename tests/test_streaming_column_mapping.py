@@ -58,23 +58,31 @@ def failed_run(spark: SparkSession, df: DataFrame, out: Path, checkpoint: Path) 
     return str(failed.value), written(spark, out)[1]
 
 
+def stopped_by(spark: SparkSession, table: Path, out: Path, checkpoint: Path, statements: list[str]) -> str:
+    """Starts a query into Parquet files in `out`, lets it read the table, runs `statements` (the schema change among
+    them), and returns the error the running query then stops with."""
+    q = (source(spark, table).writeStream.format("parquet").option("path", str(out))
+         .option("checkpointLocation", str(checkpoint)).start())
+    try:
+        q.processAllAvailable()
+        for statement in statements:
+            spark.sql(statement)
+        with pytest.raises(Exception) as failed:
+            q.processAllAvailable()
+    finally:
+        q.stop()
+    return str(failed.value)
+
+
 def test_rename_stops_a_running_query_and_a_restart_until_allowed(spark: SparkSession, peer: Peer,
                                                                    tmp_path: Path) -> None:
     a, cp = tmp_path / "a", tmp_path / "cp"
     t = mapped(spark, a)                                              # version 0
     spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")           # 1
-    q = (source(spark, a).writeStream.format("parquet").option("path", str(tmp_path / "out1"))
-         .option("checkpointLocation", str(cp)).start())
-    try:
-        q.processAllAvailable()
-        spark.sql(f"INSERT INTO {t} VALUES (3, 'c')")                 # 2
-        spark.sql(f"ALTER TABLE {t} RENAME COLUMN v TO w")            # 3
-        spark.sql(f"INSERT INTO {t} VALUES (4, 'd')")                 # 4
-        with pytest.raises(Exception) as failed:
-            q.processAllAvailable()
-    finally:
-        q.stop()
-    message = str(failed.value)
+    message = stopped_by(spark, a, tmp_path / "out1", cp, [
+        f"INSERT INTO {t} VALUES (3, 'c')",                           # 2
+        f"ALTER TABLE {t} RENAME COLUMN v TO w",                      # 3
+        f"INSERT INTO {t} VALUES (4, 'd')"])                          # 4
     assert CONDITION in message and f"The stream of {t} stops at version 3: RENAME COLUMN v TO w" in message, message
     assert "allowSourceColumnRename=always" in message and "startingVersion=3" in message, message
     # The rows before the rename, each once, under the old name; none after it.

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 import strata
 from delta_spark_peer import Peer
-from test_streaming_column_mapping import failed_run, run, source, written
+from test_streaming_column_mapping import failed_run, run, source, stopped_by, written
 
 CONDITION = "STRATA_STREAM_TYPE_WIDENING"
 BIG = 2 ** 40
@@ -36,18 +36,10 @@ def test_widening_stops_a_running_query_and_a_restart_until_allowed(spark: Spark
     spark.sql(f"CREATE TABLE {t} (id INT, s STRUCT<f: FLOAT>) USING strata "
               "TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")               # version 0
     spark.sql(f"INSERT INTO {t} VALUES (1, named_struct('f', 1.5)), (2, null)")     # 1
-    q = (source(spark, a).writeStream.format("parquet").option("path", str(tmp_path / "out1"))
-         .option("checkpointLocation", str(cp)).start())
-    try:
-        q.processAllAvailable()
-        spark.sql(f"INSERT INTO {t} VALUES (3, named_struct('f', 3.5))")              # 2
-        spark.sql(f"ALTER TABLE {t} ALTER COLUMN id TYPE BIGINT")                     # 3
-        spark.sql(f"INSERT INTO {t} VALUES ({BIG}, named_struct('f', 4.5))")          # 4
-        with pytest.raises(Exception) as failed:
-            q.processAllAvailable()
-    finally:
-        q.stop()
-    message = str(failed.value)
+    message = stopped_by(spark, a, tmp_path / "out1", cp, [
+        f"INSERT INTO {t} VALUES (3, named_struct('f', 3.5))",                        # 2
+        f"ALTER TABLE {t} ALTER COLUMN id TYPE BIGINT",                               # 3
+        f"INSERT INTO {t} VALUES ({BIG}, named_struct('f', 4.5))"])                   # 4
     assert CONDITION in message and f"The stream of {t} stops at version 3: ALTER COLUMN id TYPE BIGINT (was INT)" \
         in message, message
     assert "allowSourceColumnTypeChange=always" in message and "startingVersion=3" in message, message

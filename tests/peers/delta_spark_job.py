@@ -1,26 +1,19 @@
 """Runs delta-spark (io.delta:delta-spark_4.1_2.13) in its own Spark application, as an independent peer.
 
-Usage: python delta_spark_job.py read PATH OUT_JSON
-       python delta_spark_job.py write PATH OUT_JSON
-       python delta_spark_job.py constraints PATH OUT_JSON
-       python delta_spark_job.py append_id PATH OUT_JSON
-       python delta_spark_job.py serve
-`serve` keeps one delta-spark application for a whole test module, driven over stdin/stdout (see serve()).
-`read` dumps the table's rows (as JSON strings) and version; `write` creates a table with delta-spark first;
-`constraints` takes a table (id long) with CHECK constraint id > 0 made by Strata: it appends a violating row (and
-records delta-spark's error), appends id 3, then adds a constraint of its own (id < 100). `append_id` appends
-id 100 to a table (id long) and records the protocol delta-spark sees (DESCRIBE DETAIL).
+Usage: python delta_spark_job.py serve
+One delta-spark application for the whole pytest run (tests/delta_spark_peer.py), driven over stdin/stdout: see
+serve() for the requests. Besides SQL, reads and streams, it runs the scenarios below on request:
 
-       python delta_spark_job.py dml CORPUS_JSON BASE_DIR OUT_JSON
-`dml` runs a statement corpus (tests/test_dml_delta_spark.py): CORPUS_JSON is {"tables": {name: [DDL, ...]},
-"statements": [{"table": name, "sql": text}, ...]} where `{t}` stands for the table (delta.`BASE_DIR/name`) and
-`{using}` for `delta`; it writes, per statement, the table's sorted rows as JSON strings (or the error's first line).
+`interop` (tests/test_delta_spark_interop.py), by mode: `read` dumps the table's rows (as JSON strings) and version;
+`write` creates a table with delta-spark first; `constraints` takes a table (id long) with CHECK constraint id > 0
+made by Strata: it appends a violating row (and records delta-spark's error), appends id 3, then adds a constraint of
+its own (id < 100). `append_id` appends id 100 to a table (id long) and records the protocol delta-spark sees
+(DESCRIBE DETAIL).
 
-       python delta_spark_job.py dv_history TABLES_DIR OUT_JSON [PATH ...]
-`dv_history` builds tables with deletion vectors (tests/test_deletion_vectors.py) under TABLES_DIR, one per entry of
-DV_TABLES, and writes {"tables": {name: history}, "read": {PATH: history}}: a history holds the columns, each commit's
-operation and, per version, the sorted rows as JSON strings (read with versionAsOf) in UTC and, for the tables of
-DV_TIME_ZONE_TABLES, in America/Los_Angeles too. PATHs are existing tables, only read.
+`dv_history` builds tables with deletion vectors (tests/test_deletion_vectors.py) under a base directory, one per
+entry of DV_TABLES, and replies {"tables": {name: history}, "read": {PATH: history}}: a history holds the columns,
+each commit's operation and, per version, the sorted rows as JSON strings (read with versionAsOf) in UTC and, for the
+tables of DV_TIME_ZONE_TABLES, in America/Los_Angeles too. PATHs are existing tables, only read.
 """
 from __future__ import annotations
 
@@ -36,20 +29,9 @@ from pyspark.sql import SparkSession
 
 
 def main() -> None:
-    mode = sys.argv[1]
-    if mode == "serve":
-        serve(session())
-        return
-    spark = session()
-    if mode == "dml":
-        run_corpus(spark, sys.argv[2], sys.argv[3], sys.argv[4])
-        spark.stop()
-        return
-    if mode == "dv_history":
-        run_dv_history(spark, sys.argv[2], sys.argv[3], sys.argv[4:])
-        spark.stop()
-        return
-    run(spark, mode, sys.argv[2], sys.argv[3])
+    if sys.argv[1:] != ["serve"]:
+        raise SystemExit("usage: delta_spark_job.py serve")
+    serve(session())
 
 
 def session() -> SparkSession:
@@ -65,29 +47,6 @@ def session() -> SparkSession:
         .config("spark.databricks.delta.snapshotPartitions", "2")  # tiny tables: log replay in 2 tasks, not 50
         .getOrCreate()
     )
-
-
-def table_rows(spark: SparkSession, path: str) -> list[str]:
-    return sorted(spark.read.format("delta").load(path).toJSON().collect())
-
-
-def run_corpus(spark: SparkSession, corpus_file: str, base: str, out: str) -> None:
-    with open(corpus_file, encoding="utf-8") as f:
-        corpus = json.load(f)
-    paths = {name: os.path.join(base, name) for name in corpus["tables"]}
-    for name, ddl in corpus["tables"].items():
-        for statement in ddl:
-            spark.sql(statement.format(t=f"delta.`{paths[name]}`", using="delta"))
-    results = []
-    for item in corpus["statements"]:
-        path = paths[item["table"]]
-        try:
-            spark.sql(item["sql"].format(t=f"delta.`{path}`", using="delta"))
-            results.append({"rows": table_rows(spark, path)})
-        except Exception as e:  # recorded: Strata must fail on the same statements
-            results.append({"error": str(e).strip().splitlines()[0][:500], "rows": table_rows(spark, path)})
-    with open(out, "w", encoding="utf-8") as f:
-        json.dump({"results": results}, f)
 
 
 # Columns of the deletion-vector tables: a string, a date, a timestamp and a decimal, each NULL on some rows; `id` is
@@ -188,21 +147,23 @@ def build_dv_table(spark: SparkSession, path: str, spec: dict[str, Any]) -> None
     hadoop_conf.unset("parquet.block.size")
 
 
-def run_dv_history(spark: SparkSession, base: str, out: str, read_paths: list[str]) -> None:
-    # Each snapshot (every commit, every versionAsOf read) is rebuilt in one task instead of 50: tiny tables.
+def run_dv_history(spark: SparkSession, base: str, read_paths: list[str]) -> dict[str, Any]:
+    # Each snapshot (every commit, every versionAsOf read) is rebuilt in one task instead of 2: tiny tables.
     spark.conf.set("spark.databricks.delta.snapshotPartitions", "1")
-    tables = {}
-    for name, spec in DV_TABLES.items():
-        path = os.path.join(base, name)
-        build_dv_table(spark, path, spec)
-        zones = ["UTC"] + ([OTHER_TIME_ZONE] if name in DV_TIME_ZONE_TABLES else [])
-        tables[name] = {"path": path, **history(spark, path, zones)}
-    read = {path: history(spark, path, ["UTC"]) for path in read_paths}
-    with open(out, "w", encoding="utf-8") as f:
-        json.dump({"tables": tables, "read": read, "time_zone": OTHER_TIME_ZONE}, f)
+    try:
+        tables = {}
+        for name, spec in DV_TABLES.items():
+            path = os.path.join(base, name)
+            build_dv_table(spark, path, spec)
+            zones = ["UTC"] + ([OTHER_TIME_ZONE] if name in DV_TIME_ZONE_TABLES else [])
+            tables[name] = {"path": path, **history(spark, path, zones)}
+        read = {path: history(spark, path, ["UTC"]) for path in read_paths}
+    finally:
+        spark.conf.set("spark.databricks.delta.snapshotPartitions", "2")
+    return {"tables": tables, "read": read, "time_zone": OTHER_TIME_ZONE}
 
 
-def run(spark: SparkSession, mode: str, path: str, out: str) -> None:
+def run_interop(spark: SparkSession, mode: str, path: str) -> dict[str, Any]:
     if mode == "write":
         rows = [
             (i, ["a/b", "k=v", "100%", "with space", "ünï", None, ""][i % 7],
@@ -233,10 +194,7 @@ def run(spark: SparkSession, mode: str, path: str, out: str) -> None:
         result_extra["protocol"] = [detail["minReaderVersion"], detail["minWriterVersion"]]
     df = spark.read.format("delta").load(path)
     version = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").agg({"version": "max"}).collect()[0][0]
-    result = {"rows": sorted(df.toJSON().collect()), "version": version, "columns": df.columns, **result_extra}
-    with open(out, "w", encoding="utf-8") as f:
-        json.dump(result, f)
-    spark.stop()
+    return {"rows": sorted(df.toJSON().collect()), "version": version, "columns": df.columns, **result_extra}
 
 
 REPLY = "@@delta-spark-peer@@ "  # prefix of reply lines: anything else on stdout is ignored by the caller
@@ -257,6 +215,8 @@ def serve(spark: SparkSession) -> None:
      rows; replies {} or {"error": ...}
     {"op": "read", "path": path, "versions": [v, ...] or null, "time_zone": zone}: the table's rows (sorted JSON
      strings) at each version (null: the latest): {"rows": [[...], ...]}.
+    {"op": "interop", "mode": m, "path": p} and {"op": "dv_history", "base": dir, "read": [path, ...]}: the
+     scenarios of the module docstring; reply as described there.
     {"op": "stream", "source": {"format": f, "path": p, "schema": ddl or null, "options": {...}},
      "sink": {"format": "delta" | "parquet" | "json", "path": p}, "checkpoint": dir, "time_zone": zone}: one
      Trigger.AvailableNow run of readStream.format(f).load(p) -> writeStream.format(...) with that checkpoint; replies
@@ -316,6 +276,10 @@ def serve_one(spark: SparkSession, request: dict[str, Any]) -> dict[str, Any]:
         return {"files": sorted(df.inputFiles())}
     if op == "stream":
         return run_stream(spark, request["source"], request["sink"], request["checkpoint"])
+    if op == "interop":
+        return run_interop(spark, request["mode"], request["path"])
+    if op == "dv_history":
+        return run_dv_history(spark, request["base"], request.get("read", []))
     if op == "corpus":
         paths = {name: os.path.join(request["base"], name) for name in request["tables"]}
         for name, ddl in request["tables"].items():
