@@ -14,6 +14,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import strata
+from delta_spark_peer import Peer
+from table_reads import strata_json
 
 Row = tuple[Any, ...]
 
@@ -176,6 +178,38 @@ def test_merge_schema_adds_a_column(spark: SparkSession, table_path: Path) -> No
     df = strata.Table.for_path(spark, table_path).to_df()
     assert df.columns == ["id", "country", "amount"]
     assert sorted(tuple(r) for r in df.collect()) == [(1, "FR", None), (2, "DE", 7.5)]
+
+
+AUTO_MERGE = "spark.databricks.delta.schema.autoMerge.enabled"
+
+
+def test_auto_merge_session_conf_evolves_appends_as_delta_spark_does(spark: SparkSession, peer: Peer,
+                                                                     tmp_path: Path) -> None:
+    """delta-spark's session conf turns mergeSchema on for the session's writes; the write option still decides."""
+    mine, theirs = tmp_path / "strata", tmp_path / "delta"
+    first, wider = "SELECT 1L AS id, 'FR' AS country", "SELECT 2L AS id, 'DE' AS country, 7.5D AS amount"
+    spark.sql(first).write.format("strata").save(str(mine))
+    peer.call("write", query=first, path=str(theirs), mode="append")
+    spark.conf.set(AUTO_MERGE, "true")
+    try:
+        with pytest.raises(strata.SchemaMismatchError, match=r"'amount'"), strata.errors.translate():
+            spark.sql(wider).write.format("strata").mode("append").option("mergeSchema", "false").save(str(mine))
+        spark.sql(wider).write.format("strata").mode("append").save(str(mine))
+    finally:
+        spark.conf.unset(AUTO_MERGE)
+    peer.call("sql", statements=[f"SET {AUTO_MERGE} = true"])
+    try:
+        peer.send("write", query=wider, path=str(theirs), mode="append", options={"mergeSchema": "false"})
+        refused = str(peer.receive().get("error", ""))
+        assert refused.startswith("[DELTA_METADATA_MISMATCH]"), refused
+        peer.call("write", query=wider, path=str(theirs), mode="append")
+    finally:
+        peer.call("sql", statements=[f"RESET {AUTO_MERGE}"])
+    assert strata_json(spark, mine) == peer.read(theirs)[0] == peer.read(mine)[0]
+    assert strata.Table.for_path(spark, mine).to_df().columns == ["id", "country", "amount"]
+    with pytest.raises(strata.SchemaMismatchError, match=r"'bonus'"), strata.errors.translate():  # conf unset again
+        spark.sql("SELECT 3L AS id, 'IT' AS country, 1.0D AS amount, 2 AS bonus").write.format("strata") \
+            .mode("append").save(str(mine))
 
 
 def test_overwrite_schema_replaces_schema_and_partitioning(spark: SparkSession, table_path: Path) -> None:

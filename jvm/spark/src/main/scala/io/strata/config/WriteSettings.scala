@@ -122,7 +122,9 @@ object WriteSettings {
     "spark.sql.sources.partitionOverwriteMode", entries = Set(PathWrite))("static", "'static' or 'dynamic'") { v =>
     Some(v.trim.toLowerCase(Locale.ROOT)).filter(m => m == "static" || m == "dynamic")
   }
-  val MergeSchema = setting[Boolean]("mergeSchema", "mergeSchema")(false, "true or false")(bool)
+  /** delta-spark's session conf turns schema evolution on for every write of the session, as there. */
+  val MergeSchema = setting[Boolean]("mergeSchema", "mergeSchema", "spark.databricks.delta.schema.autoMerge.enabled")(
+    false, "true or false")(bool)
   val OverwriteSchema = setting[Boolean]("overwriteSchema", "overwriteSchema", entries = Batch)(false,
     "true or false")(bool)
   /** Path writes: shuffle rows to their partition first (catalog writes are distributed by Spark anyway). */
