@@ -116,8 +116,8 @@ def section(record: Json, table: Json) -> list[str]:
     add("One-row append on the table of F files against the same append on an empty table (same application, same "
         "schema): the cost of the big log per commit. The 1st append to the F-file table is also the application's "
         "first write (write path class loading and JIT warm-up), which the empty table's appends, run after, no "
-        f"longer pay: the later row (the median of appends 2 to {1 + LATER_APPENDS}, each timed alone) is the "
-        "like-for-like comparison.")
+        f"longer pay: the later row (the median of appends 2 to {1 + LATER_APPENDS}, each timed alone, alternating "
+        "between the two tables) is the like-for-like comparison.")
     add("")
     add("| append | " + " | ".join(f"{LABELS[e]}: F files s | empty s | F files / empty" for e in engines) + " |")
     add("|---|" + "---|---|---|" * len(engines))
@@ -203,7 +203,9 @@ def markdown(record: Json, json_name: str) -> str:
     add(f"- point query: `where(\"p = {POINT_PARTITION} AND id = X\").count()` with X in one file; files scanned = "
         "the `numFiles` metric of the scan; inputFiles() of the same DataFrame (untimed) alongside.")
     add("- appends: one row (`df.write.format(...).mode(\"append\").partitionBy(\"p\")`, a real Parquet file) into "
-        "partition p = 0, twice; then the same twice on an empty table of the same schema (created untimed).")
+        "partition p = 0 (the application's first write), then one to an empty table of the same schema (created "
+        f"untimed); then appends 2 to {1 + LATER_APPENDS} to each, alternating between the two tables, each timed "
+        "alone: their medians.")
     add("- count(*): `load(path).count()` of the whole table; most data files do not exist, so only an engine that "
         "answers from the log's numRecords answers (a reader of the files fails).")
     if st.get("state") == "distributed":

@@ -13,8 +13,9 @@ Method
       warm         the same again in the same application
       input_files  `len(load(path).where("p = 5").inputFiles())` (F/1000 expected: the files of one partition)
       point        `load(path).where("p = 5 AND id = X").count()`, X in one file only (1 row, 1 file expected)
-      append_1, append_2              a one-row append (`df.write.format(...).mode("append")`, a real Parquet file)
-      empty_append_1, empty_append_2  the same on an empty table of the same schema, created untimed just before
+      append_1, empty_append_1        a one-row append (`df.write.format(...).mode("append")`, a real Parquet file),
+                                      then the same on an empty table of the same schema, created untimed just before
+      append_2, empty_append_2        appends 2 to 10 to each, alternating between the tables: their medians
       count        `load(path).count()`, the whole table's count(*): answered from the log's numRecords (both
                    engines can); an engine that reads the files fails (most do not exist)
   * Recorded per operation: seconds, CPU seconds and peak RSS (VmHWM, reset before) of the application's JVM, its

@@ -97,6 +97,7 @@ class Server:
         self.spark = start(cfg)
         self.memory = Memory(self.spark)
         self.appended = 0
+        self.later_empty: Json | None = None
 
     def info(self) -> Json:
         out: Json = {"spark": self.spark.version, "python": sys.version.split()[0], "jvm_pid": self.memory.pid,
@@ -179,19 +180,25 @@ class Server:
 
         return self.measure(path, op, version)
 
-    def later_appends(self, path: Path) -> Json:
-        """Appends 2 to 1 + LATER_APPENDS, each timed alone: the median one's result, with every append's seconds
-        (`samples_s`) and the highest peak RSS (one sample of a few hundred milliseconds is mostly noise)."""
-        runs = []
+    def later_appends(self) -> Json:
+        """Appends 2 to 1 + LATER_APPENDS to the big table, each followed by one to the empty table, each timed alone:
+        alternating, so that JIT warm-up and the machine's load weigh on both tables alike (five appends to one table
+        and then five to the other favour the second). The big table's median; the empty table's is kept for
+        `empty_append_2`."""
+        self.create_empty()
+        big: list[Json] = []
+        empty: list[Json] = []
         for _ in range(LATER_APPENDS):
-            runs.append(self.append(path))
-            if runs[-1]["status"] != "ok":
-                return runs[-1]
-        median = dict(sorted(runs, key=lambda r: float(r["seconds"]))[len(runs) // 2])
-        median["samples_s"] = [round(float(r["seconds"]), 4) for r in runs]
-        median["peak_rss_mb"] = max(float(r["peak_rss_mb"]) for r in runs)
-        median["version"] = runs[-1]["version"]
-        return median
+            big.append(self.append(self.table))
+            if big[-1]["status"] != "ok":
+                return big[-1]
+            empty.append(self.append(self.empty))
+        self.later_empty = median(empty)
+        return median(big)
+
+    def create_empty(self) -> None:
+        if not (self.empty / "_delta_log").exists():  # untimed
+            self.spark.sql(f"CREATE TABLE {self.fmt}.`{self.empty}` ({DDL}) USING {self.fmt} PARTITIONED BY (p)")
 
     def run(self, key: str) -> Json:
         if key in ("cold", "warm"):
@@ -202,13 +209,29 @@ class Server:
             return self.measure(self.table, self.point, self.point_input_files)
         if key == "count":
             return self.measure(self.table, self.count_all)
-        if key in ("append_1", "append_2"):
-            return self.append(self.table) if key == "append_1" else self.later_appends(self.table)
-        if key in ("empty_append_1", "empty_append_2"):
-            if not (self.empty / "_delta_log").exists():  # untimed
-                self.spark.sql(f"CREATE TABLE {self.fmt}.`{self.empty}` ({DDL}) USING {self.fmt} PARTITIONED BY (p)")
-            return self.append(self.empty) if key == "empty_append_1" else self.later_appends(self.empty)
+        if key == "append_1":
+            return self.append(self.table)
+        if key == "append_2":
+            return self.later_appends()
+        if key == "empty_append_1":
+            self.create_empty()
+            return self.append(self.empty)
+        if key == "empty_append_2":  # alone only when the big table's application failed before
+            return self.later_empty or median([self.append(self.empty) for _ in range(LATER_APPENDS)])
         raise ValueError(f"unknown operation {key}")
+
+
+def median(runs: list[Json]) -> Json:
+    """The median run's result, with every run's seconds (`samples_s`) and the highest peak RSS; the first failure
+    instead, if one failed (one sample of a few hundred milliseconds is mostly noise)."""
+    failed = [r for r in runs if r["status"] != "ok"]
+    if failed:
+        return failed[0]
+    out = dict(sorted(runs, key=lambda r: float(r["seconds"]))[len(runs) // 2])
+    out["samples_s"] = [round(float(r["seconds"]), 4) for r in runs]
+    out["peak_rss_mb"] = max(float(r["peak_rss_mb"]) for r in runs)
+    out["version"] = runs[-1]["version"]
+    return out
 
 
 def prepare(spark: SparkSession, table: Path, files: int, layout: str = "json", parts: int = 1) -> Json:

@@ -51,7 +51,7 @@ class Operation:
 
 
 # What each engine's application times, in this order (bench/scale_app.py); `big` ones on the generated table.
-LATER_APPENDS = 5  # appends after the first, per table: their median is reported (bench/scale_app.py)
+LATER_APPENDS = 9  # appends after the first, per table: their median is reported (bench/scale_app.py)
 OPERATIONS = (
     Operation("cold", f"cold load + count, p = {MISSING_PARTITION}", True),
     Operation("warm", f"warm load + count, p = {MISSING_PARTITION}", True),
@@ -59,8 +59,9 @@ OPERATIONS = (
     Operation("point", f"point query count, p = {POINT_PARTITION} and id = X", True),
     Operation("count", "count(*) of the whole table", True),
     Operation("append_1", "one-row append (1st)", True),
-    Operation("append_2", f"one-row appends 2 to {1 + LATER_APPENDS}, median", True),
     Operation("empty_append_1", "one-row append to an empty table (1st)", False),
+    # appends 2 to 1 + LATER_APPENDS alternate between the two tables (bench/scale_app.py later_appends)
+    Operation("append_2", f"one-row appends 2 to {1 + LATER_APPENDS}, median", True),
     Operation("empty_append_2", f"one-row appends 2 to {1 + LATER_APPENDS} to an empty table, median", False),
 )
 APPENDS = (("append_1", "empty_append_1"), ("append_2", "empty_append_2"))
