@@ -2,8 +2,8 @@ package io.strata.table
 
 import java.util.Locale
 
-import org.apache.spark.sql.catalyst.expressions.{ArrayTransform, Cast, CreateNamedStruct, Expression, GetStructField,
-  If, IsNull, LambdaFunction, Literal, NamedLambdaVariable, TransformValues}
+import org.apache.spark.sql.catalyst.expressions.{ArrayTransform, BoundReference, Cast, CreateNamedStruct, Expression, GetStructField,
+  If, IsNull, LambdaFunction, Literal, NamedLambdaVariable, TransformKeys, TransformValues}
 import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StructField, StructType}
 
 /**
@@ -26,25 +26,45 @@ object ByNameConversion {
    * order and leaf types; nullability aside). `path` names the column in a mismatch.
    */
   def apply(in: Expression, from: DataType, to: DataType, path: String, timeZone: String): Either[Mismatch, Expression] =
+    if (same(from, to)) Right(in) else nested(in, from, to, path, timeZone).map {
+      // A rebuilt struct, array or map takes its nullability from the data; the files must carry the table's.
+      case e @ (_: Cast) => e
+      case e => Cast(e, to, Some(timeZone))
+    }
+
+  private def nested(in: Expression, from: DataType, to: DataType, path: String,
+                     timeZone: String): Either[Mismatch, Expression] =
     (from, to) match {
-      case _ if same(from, to) => Right(in)
       case (f: StructType, t: StructType) => struct(in, f, t, path, timeZone)
       case (f: ArrayType, t: ArrayType) =>
         val element = NamedLambdaVariable("element", f.elementType, f.containsNull)
         apply(element, f.elementType, t.elementType, s"$path.element", timeZone).map { body =>
           ArrayTransform(in, LambdaFunction(body, Seq(element)))
         }
-      case (f: MapType, t: MapType) if same(f.keyType, t.keyType) =>
-        val (key, value) = (NamedLambdaVariable("key", f.keyType, nullable = false),
+      case (f: MapType, t: MapType) =>
+        // Keys first (a widening of a primitive key), then values, each by its own lambda.
+        val (k1, v1) = (NamedLambdaVariable("key", f.keyType, nullable = false),
           NamedLambdaVariable("value", f.valueType, f.valueContainsNull))
-        apply(value, f.valueType, t.valueType, s"$path.value", timeZone).map { body =>
-          TransformValues(in, LambdaFunction(body, Seq(key, value)))
+        val keys = if (same(f.keyType, t.keyType)) Right(in) else apply(k1, f.keyType, t.keyType, s"$path.key",
+          timeZone).map(body => TransformKeys(in, LambdaFunction(body, Seq(k1, v1))))
+        keys.flatMap { withKeys =>
+          val (k2, v2) = (NamedLambdaVariable("key", t.keyType, nullable = false),
+            NamedLambdaVariable("value", f.valueType, f.valueContainsNull))
+          if (same(f.valueType, t.valueType)) Right(withKeys)
+          else apply(v2, f.valueType, t.valueType, s"$path.value", timeZone).map { body =>
+            TransformValues(withKeys, LambdaFunction(body, Seq(k2, v2)))
+          }
         }
-      case (f: MapType, _: MapType) =>
-        Left(Mismatch(s"$path.key", s"map keys of type ${f.keyType.simpleString} cannot change"))
       case _ if TableSchema.canWiden(from, to) => Right(Cast(in, to, Some(timeZone)))
       case _ => Left(Mismatch(path, s"${from.simpleString} in the data cannot be written as ${to.simpleString}"))
     }
+
+  /** Why a value of type `from` cannot become `to` (column `path`), if it cannot. */
+  def mismatch(from: DataType, to: DataType, path: String): Option[Mismatch] =
+    apply(BoundReference(0, from, nullable = true), from, to, path, "UTC").left.toOption
+
+  /** Whether `from` is `to` already, with no conversion (names spelled alike, in order; nullability aside). */
+  def isIdentity(from: DataType, to: DataType): Boolean = same(from, to)
 
   private def struct(in: Expression, from: StructType, to: StructType, path: String,
                      timeZone: String): Either[Mismatch, Expression] = {

@@ -74,11 +74,21 @@ object TableSchema {
     val feeds = table.fields.toSeq.flatMap { f =>
       byLower.get(f.name.toLowerCase(Locale.ROOT)).map(_.head) match {
         case None => problems += s"column '${f.name}' (${f.dataType.simpleString}) is missing from the data"; None
-        case Some(d) if sameType(f.dataType, d.dataType) => Some(ColumnFeed(f, d.name, cast = false))
-        case Some(d) if canWiden(d.dataType, f.dataType) => Some(ColumnFeed(f, d.name, cast = true))
+        case Some(d) if sameType(f.dataType, d.dataType) && ByNameConversion.isIdentity(d.dataType, f.dataType) =>
+          Some(ColumnFeed(f, d.name, cast = false))
         case Some(d) =>
-          problems += s"column '${f.name}' is ${f.dataType.simpleString} in the table but ${d.dataType.simpleString} in the data"
-          None
+          // Nested fields by name, as delta-spark's writes resolve them; with merge, the data's new ones added.
+          val target = if (merge) f.copy(dataType = ByNameConversion.merged(f.dataType, d.dataType)) else f
+          ByNameConversion.mismatch(d.dataType, target.dataType, f.name) match {
+            case None => Some(ColumnFeed(target, d.name, cast = true))
+            case Some(m) if m.path == f.name && !isNested(f.dataType) =>
+              problems += s"column '${f.name}' is ${f.dataType.simpleString} in the table but " +
+                s"${d.dataType.simpleString} in the data"
+              None
+            case Some(m) =>
+              problems += s"${if (m.path == f.name) "column" else "field"} '${m.path}': ${m.problem}"
+              None
+          }
       }
     }
     val tableLower = table.fieldNames.map(_.toLowerCase(Locale.ROOT)).toSet
@@ -90,10 +100,16 @@ object TableSchema {
     val all = problems.result()
     if (all.nonEmpty) throw InvalidTableOperationException("STRATA_SCHEMA_MISMATCH", Map("table" -> tableName,
       "problems" -> all.mkString("; "), "tableSchema" -> table.toDDL, "dataSchema" -> data.toDDL))
-    if (merge && extra.nonEmpty) {
+    val evolved = feeds.map(_.table)
+    if (merge && (extra.nonEmpty || evolved != table.fields.toSeq)) {
       val added = extra.map(d => StructField(d.name, asNullable(d.dataType), nullable = true, d.metadata))
-      SchemaMatch(feeds ++ added.map(f => ColumnFeed(f, f.name, cast = false)), Some(StructType(table.fields ++ added)))
+      SchemaMatch(feeds ++ added.map(f => ColumnFeed(f, f.name, cast = false)), Some(StructType(evolved ++ added)))
     } else SchemaMatch(feeds, None)
+  }
+
+  private def isNested(t: DataType): Boolean = t match {
+    case _: StructType | _: ArrayType | _: MapType => true
+    case _ => false
   }
 
   /**

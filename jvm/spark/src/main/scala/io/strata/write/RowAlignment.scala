@@ -1,9 +1,10 @@
 package io.strata.write
 
 import io.strata.log.ConstraintViolationException
+import io.strata.table.ByNameConversion
 import io.strata.table.TableSchema.ColumnFeed
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{BoundReference, Cast, Expression, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, Expression, UnsafeProjection}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -42,7 +43,11 @@ object RowAlignment {
     if (identity && notNull.isEmpty) None else {
       val columns = feeds.zip(ordinals).map { case (f, i) =>
         val ref = BoundReference(i, data(i).dataType, data(i).nullable)
-        if (f.cast) Cast(ref, f.table.dataType, Some(timeZone)) else ref
+        if (!f.cast) ref else {
+          val converted = ByNameConversion(ref, data(i).dataType, f.table.dataType, f.table.name, timeZone)
+          converted.fold[Expression](m => throw new IllegalStateException(s"matched column ${f.table.name} does " +
+            s"not convert: $m"), e => e)
+        }
       }
       Some(new RowAlignment(columns, notNull.toArray, tableName))
     }

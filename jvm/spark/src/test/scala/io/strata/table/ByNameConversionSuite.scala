@@ -44,6 +44,7 @@ class ByNameConversionSuite extends AnyFunSuite {
     val mapTo = ddl("MAP<STRING, STRUCT<a: INT, b: INT>>")
     assert(convert(Map("k" -> Row(1), "n" -> null), ddl("MAP<STRING, STRUCT<a: INT>>"), mapTo) ==
       Map("k" -> Row(1, null), "n" -> null))
+    assert(convert(Map(1.toShort -> 2), ddl("MAP<SMALLINT, INT>"), ddl("MAP<INT, BIGINT>")) == Map(1 -> 2L))
   }
 
   test("the same type is the column itself: no expression at all") {
@@ -62,7 +63,7 @@ class ByNameConversionSuite extends AnyFunSuite {
     assert(refused("STRUCT<a: INT>", required) == ByNameConversion.Mismatch("c.k", "the data lacks this NOT NULL field"))
     assert(refused("ARRAY<STRUCT<a: BIGINT>>", ddl("ARRAY<STRUCT<a: INT>>")) ==
       ByNameConversion.Mismatch("c.element.a", "bigint in the data cannot be written as int"))
-    assert(refused("MAP<INT, INT>", ddl("MAP<BIGINT, INT>")).path == "c.key")
+    assert(refused("MAP<BIGINT, INT>", ddl("MAP<INT, INT>")).path == "c.key")
   }
 
   test("merged: the table's fields in their order, then the data's new ones, inside arrays and map values") {

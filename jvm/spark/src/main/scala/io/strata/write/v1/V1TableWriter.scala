@@ -4,11 +4,12 @@ import io.strata.config.WriteConf
 import io.strata.log.{AddFile, CheckConstraints, CommitResult, ErrorConditions, FilePredicate, PostCommitHook,
   StrataException, TableLog}
 import io.strata.read.SnapshotReader
-import io.strata.table.{PhysicalSchema, SqlPredicates}
+import io.strata.table.{ByNameConversion, PhysicalSchema, SqlPredicates}
 import io.strata.write.{InputReads, JobFiles, ReplaceWhereFiles, StreamingBatch, TableWrite, WriteMode}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 import org.apache.spark.sql.functions.{coalesce, col, concat, concat_ws, expr, lit, not, raise_error, when}
+import org.apache.spark.sql.strata.SparkInternals
 
 /**
  * The V1 (path) write: Spark's FileFormatWriter writes Parquet files through [[DirectCommitProtocol]], then one log
@@ -98,7 +99,11 @@ object V1TableWriter {
     if (checks.isEmpty && columns.map(c => (c._1, c._2, c._3)) == data.columns.toSeq.map(n => (n, n, false))) return data
     val selected = columns.zipWithIndex.map { case ((source, name, cast, dataType), i) =>
       val c = col(s"`$source`")
-      val typed = if (cast) c.cast(dataType) else c
+      // Nested fields by name and narrower leaves widened: the conversion the streaming path's rows take too.
+      val typed = if (!cast) c else SparkInternals.column(ByNameConversion(SparkInternals.expression(c),
+        data.schema(source).dataType, dataType, name, SparkInternals.sessionTimeZone(data.sparkSession))
+        .fold[org.apache.spark.sql.catalyst.expressions.Expression](m => throw new IllegalStateException(
+          s"matched column $name does not convert: $m"), e => e))
       // Checks ride on the first column so Spark cannot prune them away; a violation fails the task.
       val checked = if (i == 0 && checks.nonEmpty) {
         checks.tail.foldLeft(when(checks.head._1, raise_error(checks.head._2))) {
