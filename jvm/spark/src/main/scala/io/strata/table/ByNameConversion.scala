@@ -26,18 +26,15 @@ object ByNameConversion {
    * order and leaf types; nullability aside). `path` names the column in a mismatch.
    */
   def apply(in: Expression, from: DataType, to: DataType, path: String, timeZone: String): Either[Mismatch, Expression] =
-    if (same(from, to)) Right(in) else nested(in, from, to, path, timeZone).map {
-      // A rebuilt struct, array or map takes its nullability from the data; the files must carry the table's.
-      case e @ (_: Cast) => e
-      case e => Cast(e, to, Some(timeZone))
-    }
+    if (same(from, to)) Right(in) else nested(in, from, to, path, timeZone)
 
   private def nested(in: Expression, from: DataType, to: DataType, path: String,
                      timeZone: String): Either[Mismatch, Expression] =
     (from, to) match {
       case (f: StructType, t: StructType) => struct(in, f, t, path, timeZone)
       case (f: ArrayType, t: ArrayType) =>
-        val element = NamedLambdaVariable("element", f.elementType, f.containsNull)
+        // Nullable as the table's elements are: the rebuilt array's element nullability is the body's.
+        val element = NamedLambdaVariable("element", f.elementType, f.containsNull || t.containsNull)
         apply(element, f.elementType, t.elementType, s"$path.element", timeZone).map { body =>
           ArrayTransform(in, LambdaFunction(body, Seq(element)))
         }
@@ -49,7 +46,7 @@ object ByNameConversion {
           timeZone).map(body => TransformKeys(in, LambdaFunction(body, Seq(k1, v1))))
         keys.flatMap { withKeys =>
           val (k2, v2) = (NamedLambdaVariable("key", t.keyType, nullable = false),
-            NamedLambdaVariable("value", f.valueType, f.valueContainsNull))
+            NamedLambdaVariable("value", f.valueType, f.valueContainsNull || t.valueContainsNull))
           if (same(f.valueType, t.valueType)) Right(withKeys)
           else apply(v2, f.valueType, t.valueType, s"$path.value", timeZone).map { body =>
             TransformValues(withKeys, LambdaFunction(body, Seq(k2, v2)))
