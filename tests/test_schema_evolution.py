@@ -1,5 +1,5 @@
 """Nested schema evolution of DataFrame appends (issue 24), step by step against delta-spark 4.4.0 (the `peer`): struct
-fields matched by name in any order, a nullable nested field the data lacks written as null, new nested fields added
+fields matched by name in any order, a nullable column or nested field the data lacks written as null, new nested fields added
 by `mergeSchema` inside structs and inside arrays' element structs. After every step both engines must agree on
 whether it failed and on the table's rows; at the end delta-spark and deltalake read Strata's table as Strata does.
 """
@@ -28,6 +28,8 @@ STEPS: list[tuple[str, dict[str, str]]] = [
     ("SELECT 8L AS id, named_struct('a', 8) AS s, array(named_struct('y', 3, 'x', 4), null) AS arr", {}),
     ("SELECT 9L AS id, named_struct('a', 9) AS s, array(named_struct('x', 5)) AS arr", {}),
     ("SELECT 10L AS id, named_struct('a', 10, 'd', 1) AS s, CAST(NULL AS ARRAY<STRUCT<x: INT>>) AS arr", {}),  # refused
+    ("SELECT 11L AS id", {}),                                                            # s and arr null
+    ("SELECT array(named_struct('x', 6)) AS arr, named_struct('a', 12) AS s", {}),       # id null
 ]
 
 

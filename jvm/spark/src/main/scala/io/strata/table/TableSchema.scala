@@ -54,16 +54,20 @@ object TableSchema {
     resolved
   }
 
-  /** One table column fed by a write: the data column that feeds it and whether it must be widened. */
-  final case class ColumnFeed(table: StructField, source: String, cast: Boolean)
+  /**
+   * One table column fed by a write: the data column that feeds it (None: the data lacks the nullable column, which
+   * is written as nulls, as delta-spark does) and whether it must be converted to the table's type.
+   */
+  final case class ColumnFeed(table: StructField, source: Option[String], cast: Boolean)
 
   /** The outcome of matching a write's data against a table schema. */
   final case class SchemaMatch(feeds: Seq[ColumnFeed], newSchema: Option[StructType])
 
   /**
    * Matches `data` against table schema `table`: columns by name (case-insensitively, as Spark resolves names), types
-   * equal or safely widened to the table's (int into bigint, float into double, ...). With `merge`, data columns the
-   * table lacks are appended to the schema. Anything else is an error listing every problem.
+   * equal or safely widened to the table's (int into bigint, float into double, ...), nullable columns the data lacks
+   * written as nulls. With `merge`, data columns the table lacks are appended to the schema. Anything else is an error
+   * listing every problem.
    */
   def matchColumns(table: StructType, data: StructType, tableName: String, merge: Boolean = false): SchemaMatch = {
     val byLower = data.fields.groupBy(_.name.toLowerCase(Locale.ROOT))
@@ -73,14 +77,16 @@ object TableSchema {
     val problems = Seq.newBuilder[String]
     val feeds = table.fields.toSeq.flatMap { f =>
       byLower.get(f.name.toLowerCase(Locale.ROOT)).map(_.head) match {
-        case None => problems += s"column '${f.name}' (${f.dataType.simpleString}) is missing from the data"; None
+        case None if f.nullable => Some(ColumnFeed(f, None, cast = false))
+        case None =>
+          problems += s"column '${f.name}' (${f.dataType.simpleString}) is NOT NULL but missing from the data"; None
         case Some(d) if sameType(f.dataType, d.dataType) && ByNameConversion.isIdentity(d.dataType, f.dataType) =>
-          Some(ColumnFeed(f, d.name, cast = false))
+          Some(ColumnFeed(f, Some(d.name), cast = false))
         case Some(d) =>
           // Nested fields by name, as delta-spark's writes resolve them; with merge, the data's new ones added.
           val target = if (merge) f.copy(dataType = ByNameConversion.merged(f.dataType, d.dataType)) else f
           ByNameConversion.mismatch(d.dataType, target.dataType, f.name) match {
-            case None => Some(ColumnFeed(target, d.name, cast = true))
+            case None => Some(ColumnFeed(target, Some(d.name), cast = true))
             case Some(m) if m.path == f.name && !isNested(f.dataType) =>
               problems += s"column '${f.name}' is ${f.dataType.simpleString} in the table but " +
                 s"${d.dataType.simpleString} in the data"
@@ -103,7 +109,7 @@ object TableSchema {
     val evolved = feeds.map(_.table)
     if (merge && (extra.nonEmpty || evolved != table.fields.toSeq)) {
       val added = extra.map(d => StructField(d.name, asNullable(d.dataType), nullable = true, d.metadata))
-      SchemaMatch(feeds ++ added.map(f => ColumnFeed(f, f.name, cast = false)), Some(StructType(evolved ++ added)))
+      SchemaMatch(feeds ++ added.map(f => ColumnFeed(f, Some(f.name), cast = false)), Some(StructType(evolved ++ added)))
     } else SchemaMatch(feeds, None)
   }
 

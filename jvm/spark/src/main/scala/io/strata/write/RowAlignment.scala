@@ -4,7 +4,7 @@ import io.strata.log.ConstraintViolationException
 import io.strata.table.ByNameConversion
 import io.strata.table.TableSchema.ColumnFeed
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{BoundReference, Expression, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, Expression, Literal, UnsafeProjection}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -35,19 +35,21 @@ object RowAlignment {
    * the table's layout and need no check.
    */
   def compile(data: StructType, feeds: Seq[ColumnFeed], tableName: String, timeZone: String): Option[RowAlignment] = {
-    val ordinals = feeds.map(f => data.fieldIndex(f.source))
-    val notNull = feeds.zip(ordinals).collect { case (f, i) if !f.table.nullable && data(i).nullable =>
+    val ordinals = feeds.map(_.source.map(data.fieldIndex))
+    val notNull = feeds.zip(ordinals).collect { case (f, Some(i)) if !f.table.nullable && data(i).nullable =>
       (i, f.table.name)
     }
-    val identity = ordinals == data.indices && feeds.forall(!_.cast)
+    val identity = ordinals == data.indices.map(Some(_)) && feeds.forall(!_.cast)
     if (identity && notNull.isEmpty) None else {
-      val columns = feeds.zip(ordinals).map { case (f, i) =>
-        val ref = BoundReference(i, data(i).dataType, data(i).nullable)
-        if (!f.cast) ref else {
-          val converted = ByNameConversion(ref, data(i).dataType, f.table.dataType, f.table.name, timeZone)
-          converted.fold[Expression](m => throw new IllegalStateException(s"matched column ${f.table.name} does " +
-            s"not convert: $m"), e => e)
-        }
+      val columns = feeds.zip(ordinals).map {
+        case (f, None) => Literal(null, f.table.dataType)
+        case (f, Some(i)) =>
+          val ref = BoundReference(i, data(i).dataType, data(i).nullable)
+          if (!f.cast) ref else {
+            val converted = ByNameConversion(ref, data(i).dataType, f.table.dataType, f.table.name, timeZone)
+            converted.fold[Expression](m => throw new IllegalStateException(s"matched column ${f.table.name} does " +
+              s"not convert: $m"), e => e)
+          }
       }
       Some(new RowAlignment(columns, notNull.toArray, tableName))
     }

@@ -259,7 +259,7 @@ object TableWrite {
           PhysicalSchema.strip(schema))
         txn.updateMetadata(defined)
         new TableWrite(log, txn, TableSchema.of(defined),
-          schema.fields.toSeq.map(f => ColumnFeed(f, f.name, cast = false)), mode, conf, postCommit,
+          schema.fields.toSeq.map(f => ColumnFeed(f, Some(f.name), cast = false)), mode, conf, postCommit,
           definition = Some(false))
     }
   }

@@ -200,4 +200,27 @@ class StreamingSinkSuite extends AnyFunSuite with SparkTestSession {
       assert(filesUnder(dir).filterNot(_.startsWith("_delta_log")) == live, "the failed batch left files")
     } finally spark.sql("DROP TABLE IF EXISTS stream_events")
   }
+
+  test("a stream lacking a nullable table column writes it as nulls, to a path sink and to a catalog table") {
+    val path = tempDir("stream-missing").resolve("t").toString
+    spark.range(2).selectExpr("id", "'a' AS p", "id * 1.5 AS v").write.format("strata").partitionBy("p").save(path)
+    spark.sql(s"CREATE TABLE stream_missing (id BIGINT, name STRING, v DOUBLE) USING strata")
+    try {
+      val input = MemoryStream[Long](Encoders.scalaLong, spark)
+      val checkpoint = tempDir("stream-missing-cp")
+      val toPath = input.toDF().toDF("id").writeStream.format("strata")
+        .option("checkpointLocation", checkpoint.resolve("path").toString).start(path)
+      val toTable = input.toDF().selectExpr("CAST(value * 10 AS DOUBLE) AS v", "value AS id").writeStream.format("strata")
+        .option("checkpointLocation", checkpoint.resolve("table").toString).toTable("default.stream_missing")
+      input.addData(7L, 8L)
+      toPath.processAllAvailable()
+      toTable.processAllAvailable()
+      toPath.stop()
+      toTable.stop()
+      assert(spark.read.format("strata").load(path).selectExpr("id", "p", "v").orderBy("id").collect()
+        .map(_.toString).toSeq == Seq("[0,a,0.0]", "[1,a,1.5]", "[7,null,null]", "[8,null,null]"))
+      assert(spark.table("stream_missing").orderBy("id").collect().map(_.toString).toSeq ==
+        Seq("[7,null,70.0]", "[8,null,80.0]"))
+    } finally spark.sql("DROP TABLE IF EXISTS stream_missing")
+  }
 }

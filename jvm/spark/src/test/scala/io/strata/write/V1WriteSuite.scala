@@ -117,14 +117,27 @@ class V1WriteSuite extends AnyFunSuite with SparkTestSession {
     val typed = intercept[InvalidTableOperationException](
       sample(3).withColumn("v", $"v".cast("string")).write.format("strata").mode("append").save(path))
     assert(typed.getMessage.contains("column 'v' is double in the table but string in the data"))
-    val missing = intercept[InvalidTableOperationException](
-      sample(3).drop("v").write.format("strata").mode("append").save(path))
-    assert(missing.getMessage.contains("column 'v' (double) is missing"))
     val parts = intercept[InvalidTableOperationException](
       sample(3).write.format("strata").mode("append").partitionBy("p").save(path))
     assert(parts.getMessage.contains("partitioned by []"))
     assert(filesUnder(Paths.get(path)) == before)
     assert(log(path).snapshot().version == 0)
+  }
+
+  test("a nullable column missing from the data is written as nulls, as delta-spark does; a NOT NULL one is refused") {
+    val path = tempDir().resolve("missing").toString
+    sample(3).write.format("strata").partitionBy("p").save(path)
+    sample(2, 3).drop("v").write.format("strata").mode("append").save(path)
+    sample(2, 5).drop("p").write.format("strata").mode("append").save(path)
+    assert(rows(read(path).select("id", "p", "v")) == rows(sample(3).union(
+      sample(2, 3).withColumn("v", lit(null).cast("double"))).union(
+      sample(2, 5).withColumn("p", lit(null).cast("string")))))
+    val strict = tempDir().resolve("strict").toString
+    spark.sql(s"CREATE TABLE strata.`$strict` (id BIGINT NOT NULL, v DOUBLE) USING strata")
+    val e = intercept[InvalidTableOperationException](
+      spark.range(2).select(($"id" * 1.5).as("v")).write.format("strata").mode("append").save(strict))
+    assert(e.getMessage.contains("column 'id' (bigint) is NOT NULL but missing from the data"))
+    assert(log(strict).snapshot().version == 0)
   }
 
   test("columns are matched by name, case-insensitively, and stored in the table's order and spelling") {

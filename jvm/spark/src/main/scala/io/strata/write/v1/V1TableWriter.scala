@@ -10,6 +10,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 import org.apache.spark.sql.functions.{coalesce, col, concat, concat_ws, expr, lit, not, raise_error, when}
 import org.apache.spark.sql.strata.SparkInternals
+import org.apache.spark.sql.types.DataType
 
 /**
  * The V1 (path) write: Spark's FileFormatWriter writes Parquet files through [[DirectCommitProtocol]], then one log
@@ -79,12 +80,13 @@ object V1TableWriter {
       (not(coalesce(expr(c.predicate), lit(false))), concat(lit(start), concat_ws(", ", values: _*)))
     }
     withChecks(withChecks(data, columnChecks(write, log), write.feeds.map(f => (f.source, f.table.name, f.cast,
-      f.table.dataType))), constraints, write.feeds.map(f => (f.table.name, f.table.name, false, f.table.dataType)))
+      f.table.dataType))), constraints, write.feeds.map(f => (Some(f.table.name), f.table.name, false,
+      f.table.dataType)))
   }
 
   private def columnChecks(write: TableWrite, log: TableLog): Seq[(Column, Column)] =
-    write.feeds.filterNot(_.table.nullable).map { f =>
-      (col(s"`${f.source}`").isNull, lit(ErrorConditions.message("STRATA_NOT_NULL_VIOLATION",
+    write.feeds.filterNot(_.table.nullable).flatMap(f => f.source.map(s => (f, s))).map { case (f, source) =>
+      (col(s"`$source`").isNull, lit(ErrorConditions.message("STRATA_NOT_NULL_VIOLATION",
         Map("column" -> f.table.name, "table" -> log.tablePath.toString))))
     } ++ (write.mode match {
       case WriteMode.ReplaceWhere(p) =>
@@ -93,15 +95,20 @@ object V1TableWriter {
       case _ => Seq.empty[(Column, Column)]
     })
 
-  /** Selects `columns` (source, name, cast?, type) with `checks` (condition, message) riding on the first column. */
+  /**
+   * Selects `columns` (source, name, cast?, type; no source: nulls) with `checks` (condition, message) riding on the
+   * first column.
+   */
   private def withChecks(data: DataFrame, checks: Seq[(Column, Column)],
-                         columns: Seq[(String, String, Boolean, org.apache.spark.sql.types.DataType)]): DataFrame = {
-    if (checks.isEmpty && columns.map(c => (c._1, c._2, c._3)) == data.columns.toSeq.map(n => (n, n, false))) return data
-    val selected = columns.zipWithIndex.map { case ((source, name, cast, dataType), i) =>
-      val c = col(s"`$source`")
+                         columns: Seq[(Option[String], String, Boolean, DataType)]): DataFrame = {
+    if (checks.isEmpty && columns.map(c => (c._1, c._2, c._3)) == data.columns.toSeq.map(n => (Some(n), n, false))) {
+      return data
+    }
+    val selected = columns.zipWithIndex.map { case ((from, name, cast, dataType), i) =>
+      val c = from.fold(lit(null).cast(dataType))(s => col(s"`$s`"))
       // Nested fields by name and narrower leaves widened: the conversion the streaming path's rows take too.
       val typed = if (!cast) c else SparkInternals.column(ByNameConversion(SparkInternals.expression(c),
-        data.schema(source).dataType, dataType, name, SparkInternals.sessionTimeZone(data.sparkSession))
+        data.schema(from.get).dataType, dataType, name, SparkInternals.sessionTimeZone(data.sparkSession))
         .fold[org.apache.spark.sql.catalyst.expressions.Expression](m => throw new IllegalStateException(
           s"matched column $name does not convert: $m"), e => e))
       // Checks ride on the first column so Spark cannot prune them away; a violation fails the task.
