@@ -183,3 +183,48 @@ def test_deltalake_reads_strata_final_tables(spark: SparkSession, corpus: dict[s
     arrow = DeltaTable(str(path)).to_pyarrow_table().select(df.columns).to_pylist()
     theirs = sorted((tuple(plain(r[c]) for c in df.columns) for r in arrow), key=repr)
     assert theirs == mine and len(mine) > 0
+
+
+AUTO_MERGE = "spark.databricks.delta.schema.autoMerge.enabled"
+AUTO_MERGE_STEPS = [  # MERGE without WITH SCHEMA EVOLUTION, under delta-spark's session conf
+    M + "(SELECT 2L AS id, 'B' AS v, 2.5D AS score UNION ALL SELECT 3L, 'C', 3.5D) s ON t.id = s.id "
+    "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",                        # score added
+    M + "(SELECT 1L AS id, 'x' AS extra) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET t.extra = s.extra",  # refused
+    M + "(SELECT 4L AS id, 'y' AS other) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT (id, other) "
+    "VALUES (s.id, s.other)",                                                                # other added
+    M + "(SELECT 1L AS id, named_struct('a', 1) AS st) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *",
+]
+
+
+def test_auto_merge_conf_evolves_merge_as_delta_spark_does(spark: SparkSession, peer: Peer, tmp_path: Path) -> None:
+    """delta-spark's session conf makes every MERGE one WITH SCHEMA EVOLUTION: the same schema and rows as delta-spark
+    after every statement (and the same statement refused); without the conf the source's new columns are ignored."""
+    mine, theirs = tmp_path / "strata", tmp_path / "delta"
+    for statement in TABLES["evo"]:
+        spark.sql(statement.format(t=f"strata.`{mine}`", using="strata"))
+    peer.call("sql", statements=[s.format(t=f"delta.`{theirs}`", using="delta") for s in TABLES["evo"]])
+    spark.sql(AUTO_MERGE_STEPS[0].format(t=f"strata.`{mine}`"))  # the conf unset: score is not added
+    assert spark.read.format("strata").load(str(mine)).columns == ["id", "v"]
+    spark.sql("DELETE FROM strata.`{}` WHERE id = 3".format(mine))
+    spark.sql("UPDATE strata.`{}` SET v = 'b' WHERE id = 2".format(mine))
+    spark.conf.set(AUTO_MERGE, "true")
+    peer.call("sql", statements=[f"SET {AUTO_MERGE} = true"])
+    try:
+        for n, step in enumerate(AUTO_MERGE_STEPS):
+            ours: dict[str, Any] = {}
+            try:
+                spark.sql(step.format(t=f"strata.`{mine}`"))
+            except Exception as e:
+                ours["error"] = str(e).strip().splitlines()[0][:300]
+            peer.send("sql", statements=[step.format(t=f"delta.`{theirs}`")])
+            reply = peer.receive()
+            assert ("error" in ours) == ("error" in reply), (n, ours.get("error"), reply.get("error"))
+            rows = sorted(spark.read.format("strata").load(str(mine)).toJSON().collect())
+            assert rows == peer.read(theirs)[0], n
+            assert spark.read.format("strata").load(str(mine)).schema.simpleString() == \
+                peer.call("query", sql=f"SELECT * FROM delta.`{theirs}` LIMIT 0")["schema"], n
+    finally:
+        spark.conf.unset(AUTO_MERGE)
+        peer.call("sql", statements=[f"RESET {AUTO_MERGE}"])
+    assert spark.read.format("strata").load(str(mine)).columns == ["id", "v", "score", "other", "st"]
+    assert peer.read(mine)[0] == sorted(spark.read.format("strata").load(str(mine)).toJSON().collect())

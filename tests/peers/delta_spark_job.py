@@ -209,7 +209,7 @@ def serve(spark: SparkSession) -> None:
      JSON strings and the table's latest version (the newest commit file in its _delta_log).
     {"op": "sql", "statements": [text, ...], "time_zone": zone}: runs them in order; replies {} or {"error": ...}
      (the first failure's first line; later statements are not run).
-    {"op": "query", "sql": text, "time_zone": zone}: runs one statement and replies {"rows": [...]}, its result
+    {"op": "query", "sql": text, "time_zone": zone}: runs one statement and replies {"rows": [...], "schema": ...}, its result
      rows as sorted JSON strings (e.g. the paths of VACUUM ... DRY RUN), or {"error": ...}.
     {"op": "write", "query": sql, "path": path, "mode": m, "options": {...}}: df.write.format("delta") of the query's
      rows; replies {} or {"error": ...}
@@ -254,7 +254,8 @@ def serve_one(spark: SparkSession, request: dict[str, Any]) -> dict[str, Any]:
                 return {"error": cause.lstrip(": ")[:1000], "statement": statement}
         return {}
     if op == "query":
-        return {"rows": sorted(spark.sql(request["sql"]).toJSON().collect())}
+        df = spark.sql(request["sql"])
+        return {"rows": sorted(df.toJSON().collect()), "schema": df.schema.simpleString()}
     if op == "read":
         path, rows = request["path"], []
         for version in request.get("versions") or [None]:

@@ -11,7 +11,7 @@ import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StructField, St
  * struct fields are matched by name (case-insensitively, in any order), a nullable field the data lacks is null, the
  * elements of arrays and the values of maps are converted the same way, and a leaf of a narrower type is widened by a
  * cast ([[TableSchema.canWiden]]). One expression serves both writers: the V1 path's projection and the rows a
- * streaming write aligns ([[io.strata.write.RowAlignment]]).
+ * streaming write aligns (`write.RowAlignment`).
  *
  * [[merged]] is the type schema evolution (`mergeSchema`) gives a column: the table's fields, then the data's new
  * ones, at every level.
