@@ -161,3 +161,45 @@ def test_schema_evolution_widens_nested_types_then_drop_feature(spark: SparkSess
     table = DeltaTable(str(mine)).to_pyarrow_table().select(columns).to_pylist()
     assert sorted((tuple(plain(r[c]) for c in columns) for r in table), key=repr) == ours
     assert (3, {"x": 5000000000, "d": dt.datetime(2024, 3, 1, 10, 11, 12)}) in [o[:2] for o in ours]
+
+
+AUTOMATIC = "spark.databricks.delta.typeWidening.allowAutomaticWidening"
+
+
+@pytest.mark.parametrize("mode", ["same_family_type", "never"])
+def test_allow_automatic_widening_conf_as_delta_spark(spark: SparkSession, peer: Peer, tmp_path: Path,
+                                                      mode: str) -> None:
+    """delta-spark's conf limits which widenings a `mergeSchema` append applies: each engine, the same appends, the
+    same refusals, schemas and rows."""
+    mine, theirs = tmp_path / "strata", tmp_path / "delta"
+    create = ("CREATE TABLE {t} (id INT, arr ARRAY<INT>) USING {using} TBLPROPERTIES ('delta.enableTypeWidening' = "
+              "'true')")
+    spark.sql(create.format(t=f"strata.`{mine}`", using="strata"))
+    peer.call("sql", statements=[create.format(t=f"delta.`{theirs}`", using="delta")])
+    appends = ["SELECT 1L AS id, array(1) AS arr",      # int -> bigint: the same family
+               "SELECT 2 AS id, array(2.5D) AS arr",    # int -> double: only with 'always'
+               "SELECT 3L AS id, array(3) AS arr" if mode == "same_family_type" else "SELECT 3 AS id, array(3) AS arr"]
+    # (the last of the table's own types: delta-spark's df.write refuses a narrower one, which Strata casts)
+    spark.conf.set(AUTOMATIC, mode)
+    peer.call("sql", statements=[f"SET {AUTOMATIC} = {mode}"])
+    try:
+        outcomes = []
+        for query in appends:
+            try:
+                spark.sql(query).write.format("strata").mode("append").option("mergeSchema", "true").save(str(mine))
+                ours = "ok"
+            except Exception as e:
+                ours = str(e).strip().splitlines()[0][:200]
+            peer.send("write", query=query, path=str(theirs), mode="append", options={"mergeSchema": "true"})
+            reply = peer.receive()
+            assert (ours == "ok") == ("error" not in reply), (query, ours, reply.get("error"))
+            outcomes.append(ours == "ok")
+            assert strata_json(spark, mine) == peer.read(theirs)[0], query
+            schema = spark.read.format("strata").load(str(mine)).schema.simpleString()
+            assert schema == peer.call("query", sql=f"SELECT * FROM delta.`{theirs}` LIMIT 0")["schema"], query
+    finally:
+        spark.conf.unset(AUTOMATIC)
+        peer.call("sql", statements=[f"RESET {AUTOMATIC}"])
+    assert outcomes == ([True, False, True] if mode == "same_family_type" else [False, False, True])
+    expected = "struct<id:bigint,arr:array<int>>" if mode == "same_family_type" else "struct<id:int,arr:array<int>>"
+    assert spark.read.format("strata").load(str(mine)).schema.simpleString() == expected

@@ -62,6 +62,7 @@ final class WriteConf private (
   def dynamicPartitionOverwrite: Boolean = this(PartitionOverwriteMode) == "dynamic"
   def mergeSchema: Boolean = this(MergeSchema)
   def overwriteSchema: Boolean = this(OverwriteSchema)
+  def automaticWidening: String = this(AutomaticWidening)
   def optimizeWrite: Boolean = this(OptimizeWrite)
   def distributionMode(partitioned: Boolean): DistributionMode =
     this(Distribution).getOrElse(if (partitioned) DistributionMode.Hash else DistributionMode.None)

@@ -125,6 +125,16 @@ object WriteSettings {
   /** delta-spark's session conf turns schema evolution on for every write of the session, as there. */
   val MergeSchema = setting[Boolean]("mergeSchema", "mergeSchema", "spark.databricks.delta.schema.autoMerge.enabled")(
     false, "true or false")(bool)
+  /**
+   * Which widenings schema evolution applies by itself (delta-spark's internal conf, same values and default):
+   * `always` every one PROTOCOL.md lists, `same_family_type` only within a type family (integers, float to double,
+   * decimals, date to timestamp_ntz), `never` none.
+   */
+  val AutomaticWidening = setting[String]("automatic widening",
+    session = "spark.databricks.delta.typeWidening.allowAutomaticWidening")("always",
+    "'always', 'same_family_type' or 'never'") { v =>
+    Some(v.trim.toLowerCase(Locale.ROOT)).filter(Set("always", "same_family_type", "never"))
+  }
   val OverwriteSchema = setting[Boolean]("overwriteSchema", "overwriteSchema", entries = Batch)(false,
     "true or false")(bool)
   /** Path writes: shuffle rows to their partition first (catalog writes are distributed by Spark anyway). */

@@ -65,18 +65,22 @@ object TypeWideningChanges {
 
   /**
    * Schema evolution (`mergeSchema`) on a table with `delta.enableTypeWidening`: every data column, nested struct
-   * field, array element and map key or value whose type is a wider one of the table's (any widening PROTOCOL.md
-   * lists: delta-spark 4.4's default `typeWidening.allowAutomaticWidening = always`) widens the table's, each recorded
-   * as ALTER COLUMN TYPE records it (on the nearest struct field, with `fieldPath` inside arrays and maps). Partition
-   * columns never widen; other type differences are left to [[TableSchema.matchColumns]] (a narrower type is cast, an
-   * unrelated one refused).
+   * field, array element and map key or value whose type is a wider one of the table's widens the table's, each
+   * recorded as ALTER COLUMN TYPE records it (on the nearest struct field, with `fieldPath` inside arrays and maps).
+   * Which widenings apply is delta-spark's `typeWidening.allowAutomaticWidening` (`automatic`): `always` (its
+   * default) any PROTOCOL.md lists, `same_family_type` those within a type family, `never` none. Partition columns
+   * never widen; other type differences are left to [[TableSchema.matchColumns]] (a narrower type is cast, a wider
+   * or unrelated one refused).
    */
   def evolve(table: StructType, data: StructType, meta: io.strata.log.Metadata, protocol: Protocol,
-      commitVersion: Long, tableName: String): StructType =
-    if (!ProtocolSupport.typeWideningEnabled(meta)) table
+      commitVersion: Long, tableName: String, automatic: String = "always"): StructType =
+    if (!ProtocolSupport.typeWideningEnabled(meta) || automatic == "never") table
     else {
       val dataColumns = StructType(data.fields.filterNot(d => meta.partitionColumns.exists(_.equalsIgnoreCase(d.name))))
-      widenings(table, dataColumns, Nil).foldLeft(table) { case (schema, (path, to)) =>
+      val allowed = widenings(table, dataColumns, Nil).filter { case (path, to) =>
+        automatic == "always" || sameFamily(leaf(table, path), to)
+      }
+      allowed.foldLeft(table) { case (schema, (path, to)) =>
         widen(schema, path, to, meta.configuration, meta.partitionColumns, protocol, commitVersion, tableName)
       }
     }
@@ -96,6 +100,24 @@ object TypeWideningChanges {
       case (from, to) if from != to && supported(from, to) => Seq(path -> to)
       case _ => Nil
     }
+
+  /** A widening within one type family: what delta-spark's `same_family_type` lets schema evolution apply. */
+  private def sameFamily(from: DataType, to: DataType): Boolean = (from, to) match {
+    case (ByteType | ShortType | IntegerType | LongType, ByteType | ShortType | IntegerType | LongType) => true
+    case (FloatType, DoubleType) | (DateType, TimestampNTZType) => true
+    case (_: DecimalType, _: DecimalType) => true
+    case _ => false
+  }
+
+  /** The type at `path` (as [[widenings]] spells it) inside `t`. */
+  private def leaf(t: DataType, path: List[String]): DataType = (t, path) match {
+    case (_, Nil) => t
+    case (s: StructType, name :: rest) => leaf(s.fields.find(_.name.equalsIgnoreCase(name)).get.dataType, rest)
+    case (a: ArrayType, "element" :: rest) => leaf(a.elementType, rest)
+    case (m: MapType, "key" :: rest) => leaf(m.keyType, rest)
+    case (m: MapType, "value" :: rest) => leaf(m.valueType, rest)
+    case _ => throw new IllegalStateException(s"no field at ${path.mkString(".")} in ${t.simpleString}")
+  }
 
   /** PROTOCOL.md's list of widenings (delta-spark's TypeWidening.isTypeChangeSupported). */
   def supported(from: DataType, to: DataType): Boolean = (from, to) match {

@@ -236,7 +236,7 @@ object TableWrite {
         }
         // mergeSchema on a table with type widening enabled: data columns of a wider type widen the table's first.
         val widened = if (conf.mergeSchema) TypeWideningChanges.evolve(table.schema, dataSchema, snapshot.metadata,
-          snapshot.protocol, snapshot.version + 1, name) else table.schema
+          snapshot.protocol, snapshot.version + 1, name, conf.automaticWidening) else table.schema
         val matched = TableSchema.matchColumns(widened, dataSchema, name, merge = conf.mergeSchema)
         // New columns of a table with column mapping get ids and physical names (PhysicalSchema.withSchema).
         val evolved = matched.newSchema.orElse(Some(widened).filter(_ != table.schema))

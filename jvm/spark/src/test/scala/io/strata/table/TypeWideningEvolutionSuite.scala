@@ -41,6 +41,16 @@ class TypeWideningEvolutionSuite extends AnyFunSuite {
     assert(changes(z, "z") == Seq(("byte", "short", None)))
   }
 
+  test("delta-spark's allowAutomaticWidening: same_family_type keeps int to double out, never widens nothing") {
+    val data = StructType.fromDDL("ID BIGINT, arr ARRAY<DOUBLE>, m MAP<INT, BIGINT>, s STRUCT<x: BIGINT, d: " +
+      "TIMESTAMP_NTZ>")
+    val family = TypeWideningChanges.evolve(table, data, meta(enabled = true), protocol, 5, "t", "same_family_type")
+    assert(family.toDDL == StructType.fromDDL("id BIGINT, s STRUCT<x: BIGINT, d: TIMESTAMP_NTZ, t: STRING>, " +
+      "arr ARRAY<INT>, m MAP<INT, BIGINT>, sa ARRAY<STRUCT<z: TINYINT>>, p SMALLINT").toDDL)
+    assert(changes(family, "arr").isEmpty && changes(family, "id") == Seq(("integer", "long", None)))
+    assert(TypeWideningChanges.evolve(table, data, meta(enabled = true), protocol, 5, "t", "never") == table)
+  }
+
   test("narrower, unrelated or missing leaves and a table without type widening change nothing") {
     assert(evolve("s STRUCT<x: TINYINT, d: DATE, t: STRING>, arr ARRAY<STRING>, m MAP<SMALLINT, DECIMAL(5, 1)>") ==
       table)
