@@ -8,6 +8,8 @@ directory of its own (a file sink recovers from a checkpoint; the memory sink do
 """
 from __future__ import annotations
 
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +141,42 @@ def test_drop_stops_a_restart_until_allowed_then_add_column_flows(spark: SparkSe
     assert "allowSourceColumnDrop" in message and "always, true, false, or the table version" in message, message
     with pytest.raises(strata.InvalidOptionError, match="allow_source_column_drop must be True, False or the version"):
         strata.Table.for_path(spark, a).stream(allow_source_column_drop="yes")  # type: ignore[arg-type]
+
+
+def test_per_stream_conf_is_the_one_delta_spark_names_for_the_checkpoint(spark: SparkSession, peer: Peer,
+                                                                          tmp_path: Path) -> None:
+    """delta-spark names the session conf that lets one stream past a rename `....allowSourceColumnRename.ckpt_<hash>`
+    (the hash of the source's checkpoint location); Strata reads that same conf for a stream with that checkpoint."""
+    a, cp = tmp_path / "a", tmp_path / "cp"
+    t = mapped(spark, a)                                              # version 0
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a')")                     # 1
+    spark.sql(f"ALTER TABLE {t} RENAME COLUMN v TO w")                # 2
+    spark.sql(f"INSERT INTO {t} VALUES (2, 'b')")                     # 3
+    # delta-spark with a schema log: runs stop as it records the schema, then the rename; the next names the confs.
+    theirs = {"format": "delta", "path": a, "options": {"schemaTrackingLocation": str(cp / "_schema_log"),
+                                                        "startingVersion": "1"}}
+    messages: list[str] = []
+    while len(messages) < 4 and not any(".ckpt_" in m for m in messages):
+        with pytest.raises(AssertionError) as stopped:
+            peer.stream(theirs, {"format": "delta", "path": tmp_path / "d"}, cp)
+        messages.append(str(stopped.value))
+    found = re.search(r"SET (spark\.databricks\.delta\.streaming\.allowSourceColumnRename\.ckpt_-?\d+) = 2;",
+                      messages[-1])
+    assert found, messages
+    conf = found.group(1)
+    shutil.rmtree(cp)
+    # Strata, a table with the same history and a query with the same checkpoint location: a restart across the
+    # rename stops, naming that conf, and the conf alone lets it past.
+    b = tmp_path / "b"
+    t = mapped(spark, b)
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a')")
+    assert run(spark, source(spark, b), tmp_path / "o1", cp) == (["id", "v"], [(1, "a")])
+    spark.sql(f"ALTER TABLE {t} RENAME COLUMN v TO w")
+    spark.sql(f"INSERT INTO {t} VALUES (2, 'b')")
+    message, _ = failed_run(spark, source(spark, b), tmp_path / "o2", cp)
+    assert CONDITION in message and conf in message, message
+    spark.conf.set(conf, "2")
+    try:
+        assert run(spark, source(spark, b), tmp_path / "o3", cp) == (["id", "w"], [(2, "b")])
+    finally:
+        spark.conf.unset(conf)

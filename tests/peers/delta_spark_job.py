@@ -233,7 +233,10 @@ def serve(spark: SparkSession) -> None:
         try:
             reply = serve_one(spark, request)
         except Exception as e:  # reported to the test, which fails naming it
-            reply = {"error": f"{type(e).__name__}: {str(e).strip().splitlines()[0][:1000]}"}
+            lines = str(e).strip().splitlines()
+            # The first line, and the lines naming a per-stream conf (delta-spark's `SET ....ckpt_<hash> = ...`).
+            reply = {"error": "\n".join([f"{type(e).__name__}: {lines[0][:1000]}"] + [
+                line.strip() for line in lines[1:] if ".ckpt_" in line])}
         print(f"delta-spark peer: {request['op']} took {time.monotonic() - start:.1f}s", file=sys.stderr, flush=True)
         sys.stdout.write(REPLY + json.dumps(reply) + "\n")
         sys.stdout.flush()
