@@ -109,8 +109,9 @@ def test_delta_spark_clustered_table_read_written_and_optimized_by_strata(
     # delta-spark's OPTIMIZE FULL: reclusters its new files with Strata's small cube; the same rows everywhere.
     peer.call("sql", statements=[rows_sql(d, 300, 320), f"OPTIMIZE {d} FULL"])
     theirs = last_commit(path)[0]["commitInfo"]
-    # delta-spark writes the flag as a JSON boolean, Strata as a string (as its "auto"); both read it as "true"
-    assert str(theirs["operationParameters"]["isFull"]).lower() == commit["operationParameters"]["isFull"] == "true"
+    # both write the flags as JSON booleans
+    assert theirs["operationParameters"]["isFull"] is True and commit["operationParameters"]["isFull"] is True
+    assert theirs["operationParameters"]["auto"] is False and commit["operationParameters"]["auto"] is False
     assert {a["remove"]["path"] for a in last_commit(path) if "remove" in a} >= set(after)
     assert detail(peer, path)["clusteringColumns"] == ["k", "id"] and unclustered(path) == 0
     assert len(same_everywhere(spark, peer, path)) == 320

@@ -6,12 +6,16 @@ import org.apache.hadoop.fs.{FileAlreadyExistsException, FileStatus}
 
 import scala.util.control.NonFatal
 
-/** What a commit did, for commitInfo and history. Parameter values are JSON-encoded strings, as delta-spark writes. */
+/**
+ * What a commit did, for commitInfo and history. Parameter values are JSON-encoded strings, as delta-spark writes
+ * most; `flags` are the few it writes as JSON booleans (OPTIMIZE's `auto` and `isFull`).
+ */
 final case class Operation(
     name: String,
     parameters: Map[String, String] = Map.empty,
     metrics: Map[String, Long] = Map.empty,
-    userMetadata: Option[String] = None)
+    userMetadata: Option[String] = None,
+    flags: Map[String, Boolean] = Map.empty)
 
 /**
  * The outcome of a commit. `alreadyCommitted`: nothing was written because version `version` of the table already
@@ -307,7 +311,11 @@ final class Transaction private[log] (val log: TableLog, snapshot: Option[Snapsh
     o.put("timestamp", System.currentTimeMillis())
     o.put("operation", op.name)
     val params = o.putObject("operationParameters")
-    op.parameters.toSeq.sortBy(_._1).foreach { case (k, v) => params.put(k, v) }
+    (op.parameters.toSeq.map { case (k, v) => k -> Left(v) } ++ op.flags.toSeq.map { case (k, v) => k -> Right(v) })
+      .sortBy(_._1).foreach {
+        case (k, Left(v)) => params.put(k, v)
+        case (k, Right(b)) => params.put(k, b)
+      }
     if (readVersion >= 0) o.put("readVersion", readVersion)
     o.put("isolationLevel", isolation.commitInfoName)
     o.put("isBlindAppend", blindAppend)

@@ -204,9 +204,9 @@ object Optimizer {
       Operation("OPTIMIZE", Map(
         "predicate" -> json.writeValueAsString(settings.predicateSql.toArray),
         "zOrderBy" -> json.writeValueAsString((if (settings.clustering.isEmpty) settings.zOrderBy else Nil).toArray),
-        "clusterBy" -> json.writeValueAsString((if (settings.clustering.isEmpty) Nil else settings.zOrderBy).toArray),
-        "auto" -> auto.toString) ++ // delta-spark records isFull for clustered tables only
-        (if (settings.clustering.isEmpty) Nil else Seq("isFull" -> full.toString)), metrics)
+        "clusterBy" -> json.writeValueAsString((if (settings.clustering.isEmpty) Nil else settings.zOrderBy).toArray)),
+        metrics, flags = Map("auto" -> auto) ++ // delta-spark records isFull for clustered tables only
+          (if (settings.clustering.isEmpty) Nil else Seq("isFull" -> full)))
     }
   }
 
