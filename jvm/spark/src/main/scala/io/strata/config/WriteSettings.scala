@@ -186,9 +186,10 @@ object WriteSettings {
     10, "a whole number > 0")(v => wholeNumber(1, Int.MaxValue)(v).map(_.toInt))
 
   /**
-   * Input bytes per commit of a clustered table's OPTIMIZE (delta-spark's `optimize.batchSize`): its new cubes, in
-   * plan order, are cut into batches of at most this many bytes of rewritten files (a larger cube alone), each batch
-   * one commit, so a long run keeps its progress. Default: no limit, one commit.
+   * Input bytes per commit of an OPTIMIZE (delta-spark's `optimize.batchSize`): its groups (bins, Z-order
+   * partitions, a clustered table's new cubes), in plan order, are cut into batches of at most this many bytes of
+   * rewritten files (a larger group alone), each batch one commit, so a long run keeps its progress. Default: no
+   * limit (a clustered table's OPTIMIZE in one commit; bin-packing and Z-order one per partition).
    */
   val OptimizeBatchSize = setting[Long]("optimize batch size", session = "spark.strata.optimize.batchSize")(
     Long.MaxValue, "a number of bytes > 0, optionally with a unit (10g)")(StrataOptions.byteSize)

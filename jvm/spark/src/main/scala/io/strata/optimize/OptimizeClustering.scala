@@ -37,13 +37,7 @@ object OptimizeClustering {
     val groups = OptimizePlanner.pack(files, math.max(minCubeSize, targetCubeSize)).zipWithIndex.map { case (b, i) =>
       OptimizeGroup(i + 1, Map.empty, b)
     }
-    if (groups.isEmpty) return OptimizePlan(Nil, 0, 0)
-    val batches = Seq.newBuilder[Seq[OptimizeGroup]]
-    var batch = Vector.empty[OptimizeGroup]
-    groups.foreach { g =>
-      if (batch.nonEmpty && batch.map(_.bytes).sum + g.bytes > batchSize) { batches += batch; batch = Vector.empty }
-      batch :+= g
-    }
-    OptimizePlan(batches.result() :+ batch, 1, files.size)
+    if (groups.isEmpty) OptimizePlan(Nil, 0, 0)
+    else OptimizePlan(OptimizePlanner.batches(groups, batchSize), 1, files.size)
   }
 }

@@ -36,11 +36,13 @@ final case class OptimizePlan(batches: Seq[Seq[OptimizeGroup]], partitionsSelect
  * `minInputFiles` files, or any file with a deletion vector, is a group. Z-order: every file of each selected
  * partition forms one group (delta-spark rewrites single-file partitions too: the rows get sorted). `eligible`: the
  * files that may be rewritten at all (a clustered table: those not yet clustered by its current columns).
+ * Commits: one per partition, consecutive partitions sharing one beyond `maxCommits`, and none holding more than
+ * `batchSize` bytes of rewritten files (delta-spark's `optimize.batchSize`; a larger group alone).
  */
 object OptimizePlanner {
   def plan(snapshot: Snapshot, selected: Map[String, Option[String]] => Boolean, targetFileSize: Long,
            minInputFiles: Int, zOrder: Boolean, maxCommits: Int, smallFileSize: Long,
-           eligible: AddFile => Boolean = _ => true): OptimizePlan = {
+           eligible: AddFile => Boolean = _ => true, batchSize: Long = Long.MaxValue): OptimizePlan = {
     val partitionSchema = TableSchema.of(snapshot.metadata).partitionSchema
     val partitionColumns = partitionSchema.fields.toSeq.map(PhysicalSchema.physicalName) // the log's keys
     val files = snapshot.files.filter(f => selected(f.partitionValues) && eligible(f))
@@ -55,7 +57,22 @@ object OptimizePlanner {
       bins.map { b => next += 1; OptimizeGroup(next, fs.head.partitionValues, b) }
     }.filter(_.nonEmpty)
     val perCommit = math.max(1, math.ceil(perPartition.size.toDouble / math.max(1, maxCommits)).toInt)
-    OptimizePlan(perPartition.grouped(perCommit).map(_.flatten).toSeq, partitions.size, files.size)
+    OptimizePlan(perPartition.grouped(perCommit).flatMap(p => batches(p.flatten, batchSize)).toSeq, partitions.size,
+      files.size)
+  }
+
+  /** `groups` cut in their order into batches of at most `maxBytes` of rewritten files (a larger group alone). */
+  def batches(groups: Seq[OptimizeGroup], maxBytes: Long): Seq[Seq[OptimizeGroup]] = {
+    val out = Seq.newBuilder[Seq[OptimizeGroup]]
+    var batch = Vector.empty[OptimizeGroup]
+    var bytes = 0L
+    groups.foreach { g =>
+      if (batch.nonEmpty && bytes + g.bytes > maxBytes) { out += batch; batch = Vector.empty; bytes = 0L }
+      batch :+= g
+      bytes += g.bytes
+    }
+    if (batch.nonEmpty) out += batch
+    out.result()
   }
 
   /** The bins worth rewriting among one partition's files (see [[OptimizePlanner]]). */

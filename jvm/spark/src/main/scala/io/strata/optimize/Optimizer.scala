@@ -46,7 +46,8 @@ object OptimizeResult {
  * the target size, without changing any row. Everything is planned from one snapshot; each group of files is
  * rewritten by its own Spark job (up to `spark.strata.optimize.maxThreads` at once) and the groups commit in
  * batches, one per partition (consecutive partitions share a commit when there are more than
- * `spark.strata.optimize.maxCommits`), each as [[TableOperation.RewriteFiles]]: removes and adds with
+ * `spark.strata.optimize.maxCommits`; none larger than `spark.strata.optimize.batchSize`), each as
+ * [[TableOperation.RewriteFiles]]: removes and adds with
  * `dataChange=false`, so concurrent appends never conflict. A batch that loses to a concurrent commit which removed
  * one of its files (a DELETE, UPDATE, overwrite, another compaction) gives up exactly the groups whose files were
  * removed, with the typed conflict, and commits the others; a metadata or protocol change loses the whole batch.
@@ -74,7 +75,7 @@ object Optimizer {
         settings.targetFileSize, request.minInputFiles, settings.zOrderBy.nonEmpty,
         request.maxCommits.getOrElse(conf(WriteSettings.OptimizeMaxCommits)),
         request.smallFileSize.getOrElse(settings.targetFileSize),
-        f => clustering.isEmpty || Clustering.provider(f).isEmpty)
+        f => clustering.isEmpty || Clustering.provider(f).isEmpty, conf(WriteSettings.OptimizeBatchSize))
     }
     if (plan.isEmpty) return OptimizeResult.empty
     new Run(spark, log, snapshot, plan, settings, conf, request.auto, request.full).execute()

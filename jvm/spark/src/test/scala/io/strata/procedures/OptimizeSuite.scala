@@ -94,6 +94,29 @@ class OptimizeSuite extends AnyFunSuite with DmlTestSupport with AdaptiveSparkPl
     assert(rowsOf(t) == before)
   }
 
+  test("batchSize cuts a bin-packing OPTIMIZE into commits of at most that many rewritten bytes (delta-spark's)") {
+    def table() = {
+      val t = freshTable("optb", "(id INT, v STRING) USING strata")
+      (0 until 6).foreach(i => spark.sql(s"INSERT INTO $t VALUES ($i, 'v$i')"))
+      t
+    }
+    val one = table()
+    val size = files(one).map(_.size).max
+    val bins = s"target_file_size => ${2 * size}"
+    val whole = optimize(one, bins)
+    assert(counts(whole) == (6L, 3L, 1L, 3, 0) && versionsOf(whole).size == 1, "no limit: one commit")
+    val t = table()
+    val before = rowsOf(t)
+    val v0 = version(t)
+    val batched = withConf("spark.strata.optimize.batchSize" -> (2 * size).toString)(optimize(t, bins))
+    assert(counts(batched) == (6L, 3L, 1L, 3, 0) && versionsOf(batched) == (v0 + 1 to v0 + 3), "one commit per bin")
+    (v0 + 1 to v0 + 3).foreach { v =>
+      val (adds, removes) = changes(t, v)
+      assert(adds.size == 1 && removes.size == 2 && removes.flatMap(_.size).sum <= 2 * size)
+    }
+    assert(rowsOf(t) == before && files(t).size == 3)
+  }
+
   test("files with deletion vectors are rewritten without their deleted rows") {
     val t = freshTable("opt", "(id INT, s STRING) USING strata TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
     spark.sql(s"INSERT INTO $t SELECT id, concat('s', id) FROM range(0, 100)")
