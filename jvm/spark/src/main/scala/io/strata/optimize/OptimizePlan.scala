@@ -62,18 +62,7 @@ object OptimizePlanner {
   }
 
   /** `groups` cut in their order into batches of at most `maxBytes` of rewritten files (a larger group alone). */
-  def batches(groups: Seq[OptimizeGroup], maxBytes: Long): Seq[Seq[OptimizeGroup]] = {
-    val out = Seq.newBuilder[Seq[OptimizeGroup]]
-    var batch = Vector.empty[OptimizeGroup]
-    var bytes = 0L
-    groups.foreach { g =>
-      if (batch.nonEmpty && bytes + g.bytes > maxBytes) { out += batch; batch = Vector.empty; bytes = 0L }
-      batch :+= g
-      bytes += g.bytes
-    }
-    if (batch.nonEmpty) out += batch
-    out.result()
-  }
+  def batches(groups: Seq[OptimizeGroup], maxBytes: Long): Seq[Seq[OptimizeGroup]] = cut(groups, maxBytes)(_.bytes)
 
   /** The bins worth rewriting among one partition's files (see [[OptimizePlanner]]). */
   def binPack(files: Seq[AddFile], target: Long, minInputFiles: Int, smallFileSize: Long): Seq[Seq[AddFile]] = {
@@ -82,16 +71,20 @@ object OptimizePlanner {
   }
 
   /** `files` cut in their order into bins of at most `maxBytes` (a larger file alone), as delta-spark bins them. */
-  def pack(files: Seq[AddFile], maxBytes: Long): Seq[Seq[AddFile]] = {
-    val bins = Seq.newBuilder[Seq[AddFile]]
-    var bin = Vector.empty[AddFile]
-    var binBytes = 0L
-    files.foreach { f =>
-      if (bin.nonEmpty && binBytes + f.size > maxBytes) { bins += bin; bin = Vector.empty; binBytes = 0L }
-      bin :+= f
-      binBytes += f.size
+  def pack(files: Seq[AddFile], maxBytes: Long): Seq[Seq[AddFile]] = cut(files, maxBytes)(_.size)
+
+  /** `items` cut in their order into runs of at most `maxBytes` by `bytes` (a larger item alone). */
+  private def cut[T](items: Seq[T], maxBytes: Long)(bytes: T => Long): Seq[Seq[T]] = {
+    val runs = Seq.newBuilder[Seq[T]]
+    var run = Vector.empty[T]
+    var runBytes = 0L
+    items.foreach { item =>
+      val b = bytes(item)
+      if (run.nonEmpty && runBytes + b > maxBytes) { runs += run; run = Vector.empty; runBytes = 0L }
+      run :+= item
+      runBytes += b
     }
-    if (bin.nonEmpty) bins += bin
-    bins.result()
+    if (run.nonEmpty) runs += run
+    runs.result()
   }
 }
