@@ -1,10 +1,10 @@
 package io.strata
 
+import io.strata.config.WriteConf
 import io.strata.procedures.OptimizeSql
 import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParserInterface}
-import io.strata.config.WriteConf
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, MergeIntoTable}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{DataType, StructType}
@@ -33,6 +33,7 @@ final class StrataSqlParser(delegate: ParserInterface) extends ParserInterface {
   private def autoMerge(plan: LogicalPlan): LogicalPlan =
     if (!plan.exists(_.isInstanceOf[MergeIntoTable]) || !mergeSchemaConf) plan
     else plan.transform { case m: MergeIntoTable if !m.withSchemaEvolution => m.copy(withSchemaEvolution = true) }
+
   override def parseExpression(sql: String): Expression = delegate.parseExpression(sql)
   override def parseTableIdentifier(sql: String): TableIdentifier = delegate.parseTableIdentifier(sql)
   override def parseFunctionIdentifier(sql: String): FunctionIdentifier = delegate.parseFunctionIdentifier(sql)
