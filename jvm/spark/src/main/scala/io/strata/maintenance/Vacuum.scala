@@ -126,13 +126,20 @@ object VacuumConf {
   val OrphanMinAgeHours = "spark.strata.vacuum.orphanMinAgeHours"
   /** `false`: no VACUUM START / VACUUM END commits (default true, as delta-spark on file systems it trusts). */
   val Logging = "spark.strata.vacuum.logging.enabled"
+  /** delta-spark's confs for the same two switches, read when Strata's are not set (a session moved over as it is). */
+  val DeltaConfs: Map[String, String] = Map(RetentionCheck -> "spark.databricks.delta.retentionDurationCheck.enabled",
+    Logging -> "spark.databricks.delta.vacuum.logging.enabled")
 
   def settings(session: String => Option[String], retentionMs: Option[Long], dryRun: Boolean): Vacuum.Settings = {
-    def bool(key: String): Boolean = session(key).map(_.trim.toLowerCase) match {
-      case None | Some("true") => true
-      case Some("false") => false
-      case Some(v) => throw InvalidTableOperationException("STRATA_INVALID_CONF_VALUE",
-        Map("setting" -> s"Session conf $key", "value" -> v, "allowed" -> "true or false"))
+    def bool(strata: String): Boolean = {
+      val (key, value) = (Seq(strata) ++ DeltaConfs.get(strata)).iterator.map(k => k -> session(k))
+        .collectFirst { case (k, Some(v)) => k -> v }.getOrElse(strata -> "true")
+      value.trim.toLowerCase match {
+        case "true" => true
+        case "false" => false
+        case v => throw InvalidTableOperationException("STRATA_INVALID_CONF_VALUE",
+          Map("setting" -> s"Session conf $key", "value" -> v, "allowed" -> "true or false"))
+      }
     }
     val orphanMs = session(OrphanMinAgeHours).map { v =>
       v.trim.toDoubleOption.filter(h => h >= 0 && !h.isInfinite).map(h => math.round(h * 3600000)).getOrElse(

@@ -153,6 +153,16 @@ class VacuumSuite extends AnyFunSuite with DmlTestSupport {
     val badConf = intercept[Exception](withConf(VacuumConf.RetentionCheck -> "maybe")(vacuum(t)))
     assert(causes(badConf).exists(_.getMessage.contains("must be true or false")), badConf)
     assert(version(t) == v && allFiles(root).size == 2, "nothing committed or deleted")
+    // delta-spark's conf does the same when Strata's is not set; Strata's decides when both are.
+    val deltaKey = "spark.databricks.delta.retentionDurationCheck.enabled"
+    assert(withConf(deltaKey -> "false")(vacuum(t, ", retention_hours => 200, dry_run => true")).isEmpty)
+    val both = intercept[Exception](withConf(deltaKey -> "false", VacuumConf.RetentionCheck -> "true")(
+      vacuum(t, ", retention_hours => 1")))
+    assert(causeOf[InvalidTableOperationException](both).getMessage.contains("retention of 1 hours"), both)
+    val badDelta = intercept[Exception](withConf(deltaKey -> "maybe")(vacuum(t)))
+    assert(causes(badDelta).exists(_.getMessage.contains(s"$deltaKey")), badDelta)
+    assert(withConf(deltaKey -> "false")(vacuum(t, ", retention_hours => 1, dry_run => true")).isEmpty,
+      "allowed by delta-spark's conf: nothing removed within the hour")
     assert(vacuum(t, ", retention_hours => 200").isEmpty, "a longer retention is always allowed")
     assert(unchecked(vacuum(t, ", retention_hours => 0.5")).isEmpty, "removed just now: within half an hour")
     assert(unchecked(vacuum(t, ", retention_hours => 0")).map(_._3) == Seq("data"), "retention 0: it goes")
