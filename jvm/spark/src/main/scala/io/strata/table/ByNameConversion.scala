@@ -56,6 +56,14 @@ object ByNameConversion {
       case _ => Left(Mismatch(path, s"${from.simpleString} in the data cannot be written as ${to.simpleString}"))
     }
 
+  /**
+   * [[apply]] for a column [[TableSchema.matchColumns]] has matched (so it converts): the writers' one call. A
+   * mismatch here is a bug, not bad input.
+   */
+  def matched(in: Expression, from: DataType, to: DataType, column: String, timeZone: String): Expression =
+    apply(in, from, to, column, timeZone).fold(m => throw new IllegalStateException(
+      s"matched column $column does not convert: $m"), identity)
+
   /** Why a value of type `from` cannot become `to` (column `path`), if it cannot. */
   def mismatch(from: DataType, to: DataType, path: String): Option[Mismatch] =
     apply(BoundReference(0, from, nullable = true), from, to, path, "UTC").left.toOption

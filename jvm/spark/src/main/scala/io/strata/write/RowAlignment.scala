@@ -45,11 +45,8 @@ object RowAlignment {
         case (f, None) => Literal(null, f.table.dataType)
         case (f, Some(i)) =>
           val ref = BoundReference(i, data(i).dataType, data(i).nullable)
-          if (!f.cast) ref else {
-            val converted = ByNameConversion(ref, data(i).dataType, f.table.dataType, f.table.name, timeZone)
-            converted.fold[Expression](m => throw new IllegalStateException(s"matched column ${f.table.name} does " +
-              s"not convert: $m"), e => e)
-          }
+          if (!f.cast) ref
+          else ByNameConversion.matched(ref, data(i).dataType, f.table.dataType, f.table.name, timeZone)
       }
       Some(new RowAlignment(columns, notNull.toArray, tableName))
     }

@@ -107,10 +107,8 @@ object V1TableWriter {
     val selected = columns.zipWithIndex.map { case ((from, name, cast, dataType), i) =>
       val c = from.fold(lit(null).cast(dataType))(s => col(s"`$s`"))
       // Nested fields by name and narrower leaves widened: the conversion the streaming path's rows take too.
-      val typed = if (!cast) c else SparkInternals.column(ByNameConversion(SparkInternals.expression(c),
-        data.schema(from.get).dataType, dataType, name, SparkInternals.sessionTimeZone(data.sparkSession))
-        .fold[org.apache.spark.sql.catalyst.expressions.Expression](m => throw new IllegalStateException(
-          s"matched column $name does not convert: $m"), e => e))
+      val typed = if (!cast) c else SparkInternals.column(ByNameConversion.matched(SparkInternals.expression(c),
+        data.schema(from.get).dataType, dataType, name, SparkInternals.sessionTimeZone(data.sparkSession)))
       // Checks ride on the first column so Spark cannot prune them away; a violation fails the task.
       val checked = if (i == 0 && checks.nonEmpty) {
         checks.tail.foldLeft(when(checks.head._1, raise_error(checks.head._2))) {
