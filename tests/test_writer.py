@@ -238,8 +238,18 @@ def test_app_id_and_version_make_a_repeat_a_no_op(spark: SparkSession, table_pat
 def test_user_metadata_appears_in_history(spark: SparkSession, table_path: Path) -> None:
     strata.write(sales(spark, [(1, "FR")]), table_path, user_metadata="nightly load 2026-01-31")
     strata.write(sales(spark, [(2, "FR")]), table_path)
+    # delta-spark's session conf sets it for every commit of the session (SQL too); the write option wins over it.
+    key = "spark.databricks.delta.commitInfo.userMetadata"
+    spark.conf.set(key, "from the session")
+    try:
+        strata.write(sales(spark, [(3, "FR")]), table_path)
+        spark.sql(f"DELETE FROM strata.`{table_path}` WHERE id = 3")
+        strata.write(sales(spark, [(4, "FR")]), table_path, user_metadata="given")
+    finally:
+        spark.conf.unset(key)
     history = strata.Table.for_path(spark, table_path).history().collect()
-    assert [(r.version, r.userMetadata) for r in history] == [(1, None), (0, "nightly load 2026-01-31")]
+    assert [(r.version, r.userMetadata) for r in history] == [
+        (4, "given"), (3, "from the session"), (2, "from the session"), (1, None), (0, "nightly load 2026-01-31")]
 
 
 @pytest.mark.parametrize("codec,suffix", [("zstd", ".zstd.parquet"), ("gzip", ".gz.parquet"),

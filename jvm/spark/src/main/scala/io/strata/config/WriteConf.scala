@@ -30,7 +30,8 @@ final class WriteConf private (
   /** The value of `s` and where it came from; None: its default applies. */
   def resolved[T](s: WriteSetting[T]): Option[(SettingSource, T)] =
     s.option.filter(options.contains).map(k => (WriteOption(k): SettingSource) -> options(k).asInstanceOf[T])
-      .orElse(s.session.flatMap(k => session(k).map(v => SessionConf(k) -> WriteConf.parse(s, SessionConf(k), v))))
+      .orElse(s.sessions.iterator.flatMap(k => session(k).map(v => SessionConf(k) -> WriteConf.parse(s,
+        SessionConf(k), v))).nextOption())
       .orElse(s.property.flatMap { k =>
         val properties = tableProperties.getOrElse(throw new IllegalStateException(
           s"Setting $s read before the write knew its table's properties"))
@@ -128,14 +129,15 @@ object WriteConf {
       s"Options ${TxnAppId.option.get} and ${TxnVersion.option.get} go together: set both (an application id and its " +
         "monotonically increasing version) or neither.")
     if (appId.isDefined) return appId.zip(version)
-    (TxnAppId.session.flatMap(session), TxnVersion.session.flatMap(session)) match {
-      case (None, None) => None
-      case (Some(app), Some(v)) if app.trim.nonEmpty =>
-        Some(app -> parse(TxnVersion, SessionConf(TxnVersion.session.get), v).get)
-      case _ => throw InvalidTableOperationException("STRATA_CONFLICTING_OPTIONS",
-        s"Session confs ${TxnAppId.session.get} and " +
-        s"${TxnVersion.session.get} go together: set both (a non-empty application id and its increasing version) " +
-        "or neither.")
+    // Strata's pair of session confs, else delta-spark's: the first pair with a half set decides.
+    TxnAppId.sessions.zip(TxnVersion.sessions).iterator.map { case (appKey, versionKey) =>
+      (appKey, versionKey, session(appKey), session(versionKey))
+    }.collectFirst {
+      case (_, versionKey, Some(app), Some(v)) if app.trim.nonEmpty =>
+        app -> parse(TxnVersion, SessionConf(versionKey), v).get
+      case (appKey, versionKey, app, v) if app.isDefined || v.isDefined =>
+        throw InvalidTableOperationException("STRATA_CONFLICTING_OPTIONS", s"Session confs $appKey and " +
+          s"$versionKey go together: set both (a non-empty application id and its increasing version) or neither.")
     }
   }
 

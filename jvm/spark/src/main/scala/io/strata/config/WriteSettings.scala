@@ -46,14 +46,15 @@ object SettingSource {
 }
 
 /**
- * One write setting: the write option, session conf and table property that may set it (each optional), its
+ * One write setting: the write option, session confs and table property that may set it (each optional), its
  * default, and how a value is read (`parse`: None for an invalid value; `expected` says what a valid one is).
- * `entries`: the writes whose option it is.
+ * `sessions`: Strata's session conf, then delta-spark's conf for the same setting (read when Strata's is not set,
+ * so a session moved over from delta-spark keeps its settings). `entries`: the writes whose option it is.
  */
 final class WriteSetting[T] private[config] (
     val name: String,
     val option: Option[String],
-    val session: Option[String],
+    val sessions: Seq[String],
     val property: Option[String],
     val default: T,
     val expected: String,
@@ -82,9 +83,14 @@ object DistributionMode {
 object WriteSettings {
   import WriteEntry._
 
+  /** `delta`: delta-spark's session conf for the setting, read after `session` (`spark.databricks.delta.` + it). */
   private def setting[T](name: String, option: String = null, session: String = null, property: String = null,
-                         entries: Set[WriteEntry] = All)(default: T, expected: String)(parse: String => Option[T]) =
-    new WriteSetting[T](name, Option(option), Option(session), Option(property), default, expected, parse, entries)
+                         entries: Set[WriteEntry] = All, delta: String = null)(default: T, expected: String)(
+      parse: String => Option[T]) = new WriteSetting[T](name, Option(option),
+    Option(session).toSeq ++ Option(delta).map(DeltaConf + _), Option(property), default, expected, parse, entries)
+
+  /** The prefix of delta-spark's session confs. */
+  val DeltaConf = "spark.databricks.delta."
 
   private def text(v: String): Option[Option[String]] = Some(Some(v))
   private def bool(v: String): Option[Boolean] = v.trim.toLowerCase(Locale.ROOT) match {
@@ -108,12 +114,15 @@ object WriteSettings {
   /** Rows per file before rolling to a new one (0: no limit). */
   val MaxRecordsPerFile = setting[Long]("max records per file", "maxRecordsPerFile")(0L,
     "a whole number >= 0")(wholeNumber(0, Long.MaxValue))
-  val UserMetadata = setting[Option[String]]("user metadata", "userMetadata")(scala.None, "text")(text)
-  val TxnAppId = setting[Option[String]]("application id", "txnAppId", "spark.strata.txnAppId")(
+  val UserMetadata = setting[Option[String]]("user metadata", "userMetadata", delta = "commitInfo.userMetadata")(
+    scala.None, "text")(text)
+  val TxnAppId = setting[Option[String]]("application id", "txnAppId", "spark.strata.txnAppId",
+    delta = "write.txnAppId")(
     scala.None, "a non-empty application id")(v => if (v.trim.isEmpty) scala.None else text(v))
   /** Batch writes only: a micro-batch's version is its batch id. */
   val TxnVersion = setting[Option[Long]]("application version", "txnVersion", "spark.strata.txnVersion",
-    entries = Batch)(scala.None, "a whole number >= 0")(v => wholeNumber(0, Long.MaxValue)(v).map(Some(_)))
+    entries = Batch, delta = "write.txnVersion")(scala.None, "a whole number >= 0")(v =>
+    wholeNumber(0, Long.MaxValue)(v).map(Some(_)))
   /** Path writes, mode overwrite: the rows this SQL predicate matches are replaced. */
   val ReplaceWhere = setting[Option[String]]("replaceWhere", "replaceWhere", entries = Set(PathWrite))(
     scala.None, "a SQL predicate such as \"day = '2024-01-01'\"")(v => if (v.trim.isEmpty) scala.None else text(v))
@@ -123,15 +132,15 @@ object WriteSettings {
     Some(v.trim.toLowerCase(Locale.ROOT)).filter(m => m == "static" || m == "dynamic")
   }
   /** delta-spark's session conf turns schema evolution on for every write of the session, as there. */
-  val MergeSchema = setting[Boolean]("mergeSchema", "mergeSchema", "spark.databricks.delta.schema.autoMerge.enabled")(
-    false, "true or false")(bool)
+  val MergeSchema = setting[Boolean]("mergeSchema", "mergeSchema", delta = "schema.autoMerge.enabled")(false,
+    "true or false")(bool)
   /**
    * Which widenings schema evolution applies by itself (delta-spark's internal conf, same values and default):
    * `always` every one PROTOCOL.md lists, `same_family_type` only within a type family (integers, float to double,
    * decimals, date to timestamp_ntz), `never` none.
    */
   val AutomaticWidening = setting[String]("automatic widening",
-    session = "spark.databricks.delta.typeWidening.allowAutomaticWidening")("always",
+    delta = "typeWidening.allowAutomaticWidening")("always",
     "'always', 'same_family_type' or 'never'") { v =>
     Some(v.trim.toLowerCase(Locale.ROOT)).filter(Set("always", "same_family_type", "never"))
   }
@@ -139,7 +148,7 @@ object WriteSettings {
     "true or false")(bool)
   /** Path writes: shuffle rows to their partition first (catalog writes are distributed by Spark anyway). */
   val OptimizeWrite = setting[Boolean]("optimized write", "optimizeWrite",
-    property = "delta.autoOptimize.optimizeWrite")(false, "true or false")(bool)
+    property = "delta.autoOptimize.optimizeWrite", delta = "optimizeWrite.enabled")(false, "true or false")(bool)
 
   /** Catalog writes: how Spark lays rows out before the writers; None: hash if partitioned, else none. */
   val Distribution = iceberg[Option[DistributionMode]]("write.distribution-mode")(scala.None,
@@ -167,10 +176,12 @@ object WriteSettings {
     Some(v.trim.toIntOption.map(n => if (n < 0) Int.MaxValue else n).getOrElse(32)))
 
   /** After a commit: compact the partitions it touched (`true`, or delta-spark's `auto` / `legacy`). Lenient. */
-  val AutoCompact = setting[Boolean]("auto-compaction", property = "delta.autoOptimize.autoCompact")(
+  val AutoCompact = setting[Boolean]("auto-compaction", property = "delta.autoOptimize.autoCompact",
+    delta = "autoCompact.enabled")(
     false, "true, auto, legacy or false")(v => Some(Set("true", "auto", "legacy")(v.trim.toLowerCase(Locale.ROOT))))
   private def autoCompact(name: String, default: Long) = setting(s"auto-compaction $name",
-    session = s"spark.strata.autoCompact.$name", property = s"strata.autoCompact.$name")(default,
+    session = s"spark.strata.autoCompact.$name", property = s"strata.autoCompact.$name",
+    delta = s"autoCompact.$name")(default,
     "a whole number > 0")(wholeNumber(1, Long.MaxValue))
   val AutoCompactMinNumFiles: WriteSetting[Long] = autoCompact("minNumFiles", 50)
   val AutoCompactMinFileSize: WriteSetting[Long] = autoCompact("minFileSize", 64L * 1024 * 1024)
@@ -180,7 +191,8 @@ object WriteSettings {
   val OptimizeTargetFileSize = setting[Long]("optimize target file size",
     property = "delta.targetFileSize")(128L * 1024 * 1024, "a number of bytes > 0, optionally with a unit " +
     "(134217728, 128mb, 1g)")(StrataOptions.byteSize)
-  val OptimizeMaxThreads = setting[Int]("optimize threads", session = "spark.strata.optimize.maxThreads")(
+  val OptimizeMaxThreads = setting[Int]("optimize threads", session = "spark.strata.optimize.maxThreads",
+    delta = "optimize.maxThreads")(
     8, "a whole number > 0")(v => wholeNumber(1, Int.MaxValue)(v).map(_.toInt))
   val OptimizeMaxCommits = setting[Int]("optimize commits", session = "spark.strata.optimize.maxCommits")(
     10, "a whole number > 0")(v => wholeNumber(1, Int.MaxValue)(v).map(_.toInt))
@@ -191,7 +203,8 @@ object WriteSettings {
    * rewritten files (a larger group alone), each batch one commit, so a long run keeps its progress. Default: no
    * limit (a clustered table's OPTIMIZE in one commit; bin-packing and Z-order one per partition).
    */
-  val OptimizeBatchSize = setting[Long]("optimize batch size", session = "spark.strata.optimize.batchSize")(
+  val OptimizeBatchSize = setting[Long]("optimize batch size", session = "spark.strata.optimize.batchSize",
+    delta = "optimize.batchSize")(
     Long.MaxValue, "a number of bytes > 0, optionally with a unit (10g)")(StrataOptions.byteSize)
 
   /**
@@ -199,11 +212,13 @@ object WriteSettings {
    * `minCubeSize` bytes is stable (OPTIMIZE leaves it); new cubes take files up to `targetCubeSize` (at least the min).
    */
   val ClusteringMinCubeSize = setting[Long]("clustering min cube size",
-    session = "spark.strata.optimize.clustering.minCubeSize")(100L << 30, "a number of bytes > 0, optionally with a " +
-    "unit (100g)")(StrataOptions.byteSize)
+    session = "spark.strata.optimize.clustering.minCubeSize",
+    delta = "optimize.clustering.mergeStrategy.minCubeSize.threshold")(100L << 30,
+    "a number of bytes > 0, optionally with a unit (100g)")(StrataOptions.byteSize)
   val ClusteringTargetCubeSize = setting[Long]("clustering target cube size",
-    session = "spark.strata.optimize.clustering.targetCubeSize")(150L << 30, "a number of bytes > 0, optionally " +
-    "with a unit (150g)")(StrataOptions.byteSize)
+    session = "spark.strata.optimize.clustering.targetCubeSize",
+    delta = "optimize.clustering.mergeStrategy.minCubeSize.targetCubeSize")(150L << 30,
+    "a number of bytes > 0, optionally with a unit (150g)")(StrataOptions.byteSize)
 
   /** Every setting, write options in the order errors list them. */
   val all: Seq[WriteSetting[_]] = Seq(PartitionColumns, Compression, MaxRecordsPerFile, UserMetadata, TxnAppId,

@@ -50,8 +50,9 @@ object AutoCompaction {
     SparkSession.getActiveSession.forall(ReadConf.distributedState(_, size))
   }
 
-  def enabled(tableProperties: Map[String, String]): Boolean =
-    WriteConf.internal(_ => None, tableProperties)(WriteSettings.AutoCompact)
+  /** Whether the active session's conf (delta-spark's `autoCompact.enabled`), else the table's property, enables it. */
+  def enabled(tableProperties: Map[String, String]): Boolean = WriteConf.internal(
+    k => SparkSession.getActiveSession.flatMap(_.conf.getOption(k)), tableProperties)(WriteSettings.AutoCompact)
 
   /**
    * Runs after `result` committed files in `touched` partitions (their log values) of the table at `log`; returns

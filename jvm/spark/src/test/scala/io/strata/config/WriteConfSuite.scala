@@ -42,7 +42,7 @@ class WriteConfSuite extends AnyFunSuite {
     assert(WriteSettings.all.filterNot(pairs).toSet == samples.keySet, "a sample for each setting")
     WriteSettings.all.filterNot(pairs).foreach { s =>
       val entry = s.entries.headOption.getOrElse(CatalogWrite)
-      val sources = Seq(s.option.map(WriteOption), s.session.map(SessionConf), s.property.map(TableProperty)).flatten
+      val sources = Seq(s.option.map(WriteOption), s.sessions.map(SessionConf), s.property.map(TableProperty)).flatten
       assert(sources.nonEmpty, s"$s has no source")
       // Every combination of sources set: the first in precedence order wins, with its own value.
       (1 until (1 << sources.size)).foreach { mask =>
@@ -57,6 +57,25 @@ class WriteConfSuite extends AnyFunSuite {
       }
       assert(conf(entry = entry).resolved(s).isEmpty && conf(entry = entry)(s) == s.default, s"$s: its default")
     }
+  }
+
+  test("delta-spark's session confs are read when Strata's own are not set, and named when invalid") {
+    val moved = WriteSettings.all.filter(_.sessions.exists(_.startsWith(DeltaConf)))
+    assert(Set[WriteSetting[_]](OptimizeWrite, AutoCompact, AutoCompactMinNumFiles, OptimizeBatchSize,
+      OptimizeMaxThreads, ClusteringMinCubeSize, MergeSchema).subsetOf(moved.toSet))
+    val internal = WriteConf.internal(Map("spark.databricks.delta.optimize.batchSize" -> "10g",
+      "spark.databricks.delta.optimize.maxThreads" -> "3", "spark.strata.optimize.maxThreads" -> "5",
+      "spark.databricks.delta.autoCompact.enabled" -> "true",
+      "spark.databricks.delta.autoCompact.minNumFiles" -> "7").get, Map("delta.autoOptimize.autoCompact" -> "false"))
+    assert(internal(OptimizeBatchSize) == 10L << 30)
+    assert(internal(OptimizeMaxThreads) == 5, "Strata's conf before delta-spark's")
+    assert(internal(AutoCompact), "delta-spark's session conf before the table property, as there")
+    assert(internal(AutoCompactMinNumFiles) == 7)
+    assert(conf(session = Map("spark.databricks.delta.optimizeWrite.enabled" -> "true")).optimizeWrite)
+    assert(!conf(Map("optimizeWrite" -> "false"), session = Map("spark.databricks.delta.optimizeWrite.enabled" ->
+      "true")).optimizeWrite)
+    assert(refused(conf(session = Map("spark.databricks.delta.optimizeWrite.enabled" -> "yes")).optimizeWrite) ==
+      "session conf spark.databricks.delta.optimizeWrite.enabled has invalid value 'yes': it must be true or false.")
   }
 
   test("typed values and defaults") {
@@ -149,6 +168,17 @@ class WriteConfSuite extends AnyFunSuite {
       "Option 'txnVersion' has invalid value '-1': it must be a whole number >= 0.")
     assert(refused(conf(Map("txnAppId" -> " "), PathStream)) ==
       "Option 'txnAppId' has invalid value ' ': it must be a non-empty application id.")
+    // delta-spark's pair of session confs, read when Strata's pair is not set; each pair is whole on its own.
+    val delta = Map("spark.databricks.delta.write.txnAppId" -> "moved",
+      "spark.databricks.delta.write.txnVersion" -> "9")
+    assert(conf(session = delta).appTransaction.contains("moved" -> 9L))
+    assert(conf(session = delta, entry = CatalogWrite).appTransaction.contains("moved" -> 9L))
+    assert(conf(session = delta ++ session).appTransaction.contains("sql" -> 7L))
+    assert(refused(conf(session = delta - "spark.databricks.delta.write.txnVersion")) == "Session confs " +
+      "spark.databricks.delta.write.txnAppId and spark.databricks.delta.write.txnVersion go together: set both (a " +
+      "non-empty application id and its increasing version) or neither.")
+    assert(refused(conf(session = delta + ("spark.databricks.delta.write.txnVersion" -> "-2"))) == "session conf " +
+      "spark.databricks.delta.write.txnVersion has invalid value '-2': it must be a whole number >= 0.")
     // Streams: the query's id (or txnAppId) and the batch id; the session's confs are for batch SQL.
     val stream = conf(entry = CatalogStream, session = session)
     assert(stream.appTransaction.isEmpty)
@@ -207,7 +237,7 @@ class WriteConfSuite extends AnyFunSuite {
 
   test("README documents every key of every setting") {
     val readme = new String(Files.readAllBytes(Fixtures.repoRoot.resolve("README.md")), "UTF-8")
-    val keys = WriteSettings.all.flatMap(s => s.option.toSeq ++ s.session ++ s.property).filterNot(_.startsWith("__"))
+    val keys = WriteSettings.all.flatMap(s => s.option.toSeq ++ s.sessions ++ s.property).filterNot(_.startsWith("__"))
     val missing = keys.distinct.filterNot(k => readme.contains(s"`$k`"))
     assert(missing.isEmpty, s"not in README.md: ${missing.mkString(", ")}")
   }

@@ -97,13 +97,17 @@ class DmlIntegritySuite extends AnyFunSuite with DmlTestSupport {
     assert(rowsOf(t) == Seq(Row(2L, "b", "y")))
   }
 
-  /** Runs `body` with the session's application transaction set to (app, version), then unsets it. */
-  private def asApp[T](app: String, v: Long)(body: => T): T = {
-    spark.conf.set(WriteSettings.TxnAppId.session.get, app)
-    spark.conf.set(WriteSettings.TxnVersion.session.get, v.toString)
+  /**
+   * Runs `body` with the session's application transaction set to (app, version), then unsets it: Strata's session
+   * confs (`keys` 0) or delta-spark's (`keys` 1).
+   */
+  private def asApp[T](app: String, v: Long, keys: Int = 0)(body: => T): T = {
+    val (appKey, versionKey) = (WriteSettings.TxnAppId.sessions(keys), WriteSettings.TxnVersion.sessions(keys))
+    spark.conf.set(appKey, app)
+    spark.conf.set(versionKey, v.toString)
     try body finally {
-      spark.conf.unset(WriteSettings.TxnAppId.session.get)
-      spark.conf.unset(WriteSettings.TxnVersion.session.get)
+      spark.conf.unset(appKey)
+      spark.conf.unset(versionKey)
     }
   }
 
@@ -114,6 +118,21 @@ class DmlIntegritySuite extends AnyFunSuite with DmlTestSupport {
     assert(version(t) == ver, "a skipped statement committed a version")
     assert(rowsOf(t) == before)
     assert(dataFiles(t) == files, "the skipped statement left data files behind")
+  }
+
+  test("idempotent DML under delta-spark's session confs write.txnAppId / write.txnVersion") {
+    val t = freshTable("dmli", "(id BIGINT, n BIGINT) USING strata")
+    spark.sql(s"INSERT INTO $t VALUES (1, 0), (2, 0)")
+    val bump = s"UPDATE $t SET n = n + 1 WHERE id = 1"
+    assert(WriteSettings.TxnAppId.sessions(1) == "spark.databricks.delta.write.txnAppId")
+    asApp("moved", 4, keys = 1)(spark.sql(bump))
+    assert(log(t).snapshot().transactionVersion("moved").contains(4L))
+    val v = version(t)
+    asApp("moved", 4, keys = 1)(spark.sql(bump))
+    asApp("moved", 3, keys = 1)(spark.sql(s"INSERT INTO $t VALUES (3, 0)"))
+    assert(version(t) == v && rowsOf(t, "id, n") == Seq(Row(1L, 1L), Row(2L, 0L)), "both skipped")
+    asApp("moved", 5, keys = 1)(spark.sql(bump))
+    assert(rowsOf(t, "id, n") == Seq(Row(1L, 2L), Row(2L, 0L)))
   }
 
   test("idempotent DML: a re-run with the same txnVersion is skipped, a higher one applies") {

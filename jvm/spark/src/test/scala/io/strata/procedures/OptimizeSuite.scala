@@ -263,4 +263,21 @@ class OptimizeSuite extends AnyFunSuite with DmlTestSupport with AdaptiveSparkPl
       assert(rowsOf(t).size == 12 && files(t).size == 6)
     }
   }
+
+  test("delta-spark's session confs: autoCompact.enabled decides over the table property, with its thresholds") {
+    withConf("spark.databricks.delta.autoCompact.enabled" -> "true",
+      "spark.databricks.delta.autoCompact.minNumFiles" -> "3") {
+      val t = freshTable("opt", "(id INT, p INT) USING strata PARTITIONED BY (p) " +
+        "TBLPROPERTIES ('delta.autoOptimize.autoCompact' = 'false')")
+      (0 until 2).foreach(i => spark.sql(s"INSERT INTO $t VALUES ($i, 1)"))
+      val v = version(t)
+      spark.sql(s"INSERT INTO $t VALUES (2, 1)") // 3 small files: delta-spark's minNumFiles
+      assert(version(t) == v + 2 && lastCommit(t).operation.contains("OPTIMIZE") && files(t).size == 1)
+      withConf("spark.databricks.delta.autoCompact.enabled" -> "false") {
+        (3 until 6).foreach(i => spark.sql(s"INSERT INTO $t VALUES ($i, 1)"))
+      }
+      assert(version(t) == v + 5 && files(t).size == 4, "the session conf turned off: no compaction")
+      assert(rowsOf(t, "id").map(_.getInt(0)).sorted == (0 until 6))
+    }
+  }
 }

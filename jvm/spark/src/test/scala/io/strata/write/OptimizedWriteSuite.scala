@@ -8,7 +8,10 @@ import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.functions.{col, concat, lit}
 import org.scalatest.funsuite.AnyFunSuite
 
-/** Optimized path writes: delta.autoOptimize.optimizeWrite (table property) and the optimizeWrite write option. */
+/**
+ * Optimized path writes: delta.autoOptimize.optimizeWrite (table property), delta-spark's session conf and the
+ * optimizeWrite write option.
+ */
 class OptimizedWriteSuite extends AnyFunSuite with SparkTestSession {
   private def snapshot(path: String) = TableLog.forPath(new Path(path), new Configuration()).snapshot()
 
@@ -36,6 +39,25 @@ class OptimizedWriteSuite extends AnyFunSuite with SparkTestSession {
     assert(filesPerPartition(optimized).values.sum == 3 + 18)
     scattered(60).write.format("strata").mode("append").option("optimizeWrite", "true").save(plain)
     assert(filesPerPartition(plain).values.sum == 18 + 3)
+  }
+
+  test("delta-spark's session conf optimizeWrite.enabled turns it on, over the table property and under the option") {
+    val key = "spark.databricks.delta.optimizeWrite.enabled"
+    val path = tempDir("ow").resolve("session").toString
+    scattered(60).write.format("strata").partitionBy("p").save(path)
+    assert(filesPerPartition(path).values.sum == 18)
+    spark.conf.set(key, "true")
+    try {
+      scattered(60).write.format("strata").mode("append").save(path)
+      assert(filesPerPartition(path).values.sum == 18 + 3)
+      scattered(60).write.format("strata").mode("append").option("optimizeWrite", "false").save(path)
+      assert(filesPerPartition(path).values.sum == 18 + 3 + 18)
+      spark.conf.set(key, "sometimes")
+      val e = intercept[InvalidTableOperationException](scattered(6).write.format("strata").mode("append").save(path))
+      assert(e.getMessage == s"[STRATA_INVALID_CONF_VALUE] session conf $key has invalid value 'sometimes': it " +
+        "must be true or false.")
+      assert(snapshot(path).version == 2, "nothing committed")
+    } finally spark.conf.unset(key)
   }
 
   test("optimizeWrite must be true or false") {
