@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from pyspark.sql import SparkSession
+
+from table_reads import strata_json
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT / "build" / "peers"
@@ -104,6 +107,27 @@ class Peer:
         except (OSError, subprocess.TimeoutExpired):
             self.proc.kill()
             self.proc.wait()
+
+
+def same_step(spark: SparkSession, peer: Peer, mine: Path, theirs: Path, ours: Callable[[], Any], op: str,
+              label: Any = None, **request: Any) -> bool:
+    """One step of a test that drives both engines alike: `ours` runs it on Strata's table `mine`, the peer request
+    (`op`, `request`) on delta-spark's table `theirs`. Both engines take it or both refuse it, and after it both
+    tables hold the same rows and the same schema. Returns whether the step was taken; `label` names it in failures."""
+    error = None
+    try:
+        ours()
+    except Exception as e:  # recorded: delta-spark must refuse the same step
+        error = str(e).strip().splitlines()[0][:300]
+    peer.send(op, **request)
+    reply = peer.receive()
+    assert (error is None) == ("error" not in reply), (label, error, reply.get("error"))
+    exists = (mine / "_delta_log").exists()
+    assert (strata_json(spark, mine) if exists else []) == peer.read(theirs)[0], label
+    if exists:
+        schema = spark.read.format("strata").load(str(mine)).schema.simpleString()
+        assert schema == peer.call("query", sql=f"SELECT * FROM delta.`{theirs}` LIMIT 0")["schema"], label
+    return error is None
 
 
 def start_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:

@@ -14,7 +14,7 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
-from delta_spark_peer import Peer
+from delta_spark_peer import Peer, same_step
 from table_reads import plain
 
 COLS = "id BIGINT, k STRING, d DATE, ts TIMESTAMP, amt DECIMAL(10,2), v STRING"
@@ -211,18 +211,8 @@ def test_auto_merge_conf_evolves_merge_as_delta_spark_does(spark: SparkSession, 
     peer.call("sql", statements=[f"SET {AUTO_MERGE} = true"])
     try:
         for n, step in enumerate(AUTO_MERGE_STEPS):
-            ours: dict[str, Any] = {}
-            try:
-                spark.sql(step.format(t=f"strata.`{mine}`"))
-            except Exception as e:
-                ours["error"] = str(e).strip().splitlines()[0][:300]
-            peer.send("sql", statements=[step.format(t=f"delta.`{theirs}`")])
-            reply = peer.receive()
-            assert ("error" in ours) == ("error" in reply), (n, ours.get("error"), reply.get("error"))
-            rows = sorted(spark.read.format("strata").load(str(mine)).toJSON().collect())
-            assert rows == peer.read(theirs)[0], n
-            assert spark.read.format("strata").load(str(mine)).schema.simpleString() == \
-                peer.call("query", sql=f"SELECT * FROM delta.`{theirs}` LIMIT 0")["schema"], n
+            same_step(spark, peer, mine, theirs, lambda: spark.sql(step.format(t=f"strata.`{mine}`")), "sql",
+                      (n, step), statements=[step.format(t=f"delta.`{theirs}`")])
     finally:
         spark.conf.unset(AUTO_MERGE)
         peer.call("sql", statements=[f"RESET {AUTO_MERGE}"])

@@ -23,7 +23,7 @@ from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 import strata
-from delta_spark_peer import Peer
+from delta_spark_peer import Peer, same_step
 from table_reads import commit_actions, delta_rs_tuples, log_version, log_versions, session_time_zone, strata_json
 from test_type_widening import fields, latest, same_log_state
 
@@ -183,20 +183,10 @@ def test_allow_automatic_widening_conf_as_delta_spark(spark: SparkSession, peer:
     spark.conf.set(AUTOMATIC, mode)
     peer.call("sql", statements=[f"SET {AUTOMATIC} = {mode}"])
     try:
-        outcomes = []
-        for query in appends:
-            try:
-                spark.sql(query).write.format("strata").mode("append").option("mergeSchema", "true").save(str(mine))
-                ours = "ok"
-            except Exception as e:
-                ours = str(e).strip().splitlines()[0][:200]
-            peer.send("write", query=query, path=str(theirs), mode="append", options={"mergeSchema": "true"})
-            reply = peer.receive()
-            assert (ours == "ok") == ("error" not in reply), (query, ours, reply.get("error"))
-            outcomes.append(ours == "ok")
-            assert strata_json(spark, mine) == peer.read(theirs)[0], query
-            schema = spark.read.format("strata").load(str(mine)).schema.simpleString()
-            assert schema == peer.call("query", sql=f"SELECT * FROM delta.`{theirs}` LIMIT 0")["schema"], query
+        outcomes = [same_step(spark, peer, mine, theirs, lambda: spark.sql(query).write.format("strata")
+                              .mode("append").option("mergeSchema", "true").save(str(mine)), "write", query,
+                              query=query, path=str(theirs), mode="append", options={"mergeSchema": "true"})
+                    for query in appends]
     finally:
         spark.conf.unset(AUTOMATIC)
         peer.call("sql", statements=[f"RESET {AUTOMATIC}"])
