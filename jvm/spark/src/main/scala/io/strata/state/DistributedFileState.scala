@@ -6,6 +6,7 @@ import scala.util.control.NonFatal
 
 import io.strata.log.{Action, ActionCodec, AddFile, CheckpointStructs, Checkpoints, FileNames, Metadata, RemoveFile,
   Snapshot, SnapshotHead, StrataException, TableLog}
+import io.strata.config.ReadConf
 import io.strata.table.{CatalystValues, PartitionPredicate, StatsSkipping, TableSchema}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -15,7 +16,6 @@ import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.util.MapData
 import org.apache.spark.sql.functions.{broadcast, col, count, max, struct, sum, when}
 import org.apache.spark.sql.types.{BooleanType, LongType, MapType, StringType, StructField, StructType}
-import org.apache.spark.storage.StorageLevel
 import org.apache.spark.util.SerializableConfiguration
 import org.apache.spark.SparkException
 
@@ -120,24 +120,28 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
     }
 
   /**
-   * This version's live adds ([[StateSchema]]), reconciled once and kept persisted ([[StateCache]]): from the cached
-   * state of an earlier version of the table when only commits of this log segment separate them, else from the
-   * checkpoint and commits.
+   * This version's live adds ([[StateSchema]]), reconciled once and kept persisted ([[StateCache]], at the storage
+   * level of [[ReadConf.stateStorageLevel]]): from the cached state of an earlier version of the table when only
+   * commits of this log segment separate them, else from the checkpoint and commits.
    */
-  private lazy val state: DataFrame =
-    StateCache.stateOf(spark.sparkContext, head.tablePath.toString, head.metadata.id, head.version) {
-      (previous, persist) =>
-        val from = previous.filter(p => p.depth < StateCache.MaxDepth &&
-          p.version >= head.segment.checkpointVersion.getOrElse(-1L) && commitVersions.contains(p.version + 1))
-        val df = from match {
-          case Some(p) => reconciled(Some(p.state), commitVersions.filter(_ > p.version))
-          case None => reconciled(head.segment.checkpointVersion.map(_ => checkpointAdds), commitVersions)
-        }
-        if (persist) describing(s"$Reconciling ${head.tablePath} version ${head.version}") {
-          try df.persist(StorageLevel.MEMORY_AND_DISK).count() catch { case e: Throwable => df.unpersist(); throw e }
-        }
-        StateCache.Entry(spark.sparkContext, head.metadata.id, head.version, df, from.fold(0)(_.depth + 1))
-    }
+  private lazy val state: DataFrame = ReadConf.stateStorageLevel(spark) match {
+    case None => fromCheckpoint // `NONE`: nothing kept; each query reconciles
+    case Some(level) =>
+      StateCache.stateOf(spark.sparkContext, head.tablePath.toString, head.metadata.id, head.version) {
+        (previous, persist) =>
+          val from = previous.filter(p => p.depth < StateCache.MaxDepth &&
+            p.version >= head.segment.checkpointVersion.getOrElse(-1L) && commitVersions.contains(p.version + 1))
+          val df = from.fold(fromCheckpoint)(p => reconciled(Some(p.state), commitVersions.filter(_ > p.version)))
+          if (persist) describing(s"$Reconciling ${head.tablePath} version ${head.version}") {
+            try df.persist(level).count() catch { case e: Throwable => df.unpersist(); throw e }
+          }
+          StateCache.Entry(spark.sparkContext, head.metadata.id, head.version, df, from.fold(0)(_.depth + 1))
+      }
+  }
+
+  /** This version's live adds reconciled from its checkpoint and commits (nothing cached used). */
+  private def fromCheckpoint: DataFrame =
+    reconciled(head.segment.checkpointVersion.map(_ => checkpointAdds), commitVersions)
 
   /** Each key's last file action in commits `versions` (key; last: version, position, isAdd, action). */
   private def lastOf(versions: Seq[Long]): DataFrame = commitActions(versions).groupBy(col("key"))

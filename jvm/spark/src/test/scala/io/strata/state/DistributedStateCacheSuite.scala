@@ -2,11 +2,12 @@ package io.strata.state
 
 import io.strata.SparkTestSession
 import io.strata.config.ReadConf
-import io.strata.log.{Operation, TableLog}
+import io.strata.log.{InvalidTableOperationException, Operation, TableLog}
 import io.strata.read.{DistributedFileIndex, LogFileIndex}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.execution.datasources.{FileIndex, HadoopFsRelation, LogicalRelation}
+import org.apache.spark.storage.StorageLevel
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
@@ -112,5 +113,36 @@ class DistributedStateCacheSuite extends AnyFunSuite with SparkTestSession {
     }
     StateCache.clear()
     assert(spark.sparkContext.getPersistentRDDs.size == before)
+  }
+
+  test("the state is kept on disk by default; spark.strata.state.storageLevel picks another level, or NONE") {
+    StateCache.clear()
+    val path = table(appends = 1)
+    def read() = spark.read.format("strata").load(path).count()
+    def withLevel[T](v: String)(body: => T): T = {
+      spark.conf.set(ReadConf.StateStorageLevelKey, v)
+      try body finally spark.conf.unset(ReadConf.StateStorageLevelKey)
+    }
+    val before = spark.sparkContext.getPersistentRDDs.keySet
+    def added = spark.sparkContext.getPersistentRDDs.filter { case (id, _) => !before(id) }.values
+      .map(_.getStorageLevel).toSeq
+    distributed {
+      assert(read() == 21 && added == Seq(StorageLevel.DISK_ONLY))
+      assert(reconciling(read())._1 == 0)
+      StateCache.clear()
+      withLevel("memory_and_disk_ser") {
+        assert(read() == 21 && added == Seq(StorageLevel.MEMORY_AND_DISK_SER))
+      }
+      StateCache.clear()
+      withLevel("NONE") { // each query reconciles for itself: right answers, nothing kept, no cache job
+        import spark.implicits._
+        assert(reconciling(read()) == ((0, 21L)))
+        Seq((700L, "p0")).toDF("id", "p").write.format("strata").mode("append").save(path)
+        assert(read() == 22 && added.isEmpty, "nothing kept")
+      }
+      val e = intercept[InvalidTableOperationException](withLevel("SOMETIMES")(read()))
+      assert(e.getCondition == "STRATA_INVALID_CONF_VALUE" && e.getMessage.contains(ReadConf.StateStorageLevelKey) &&
+        e.getMessage.contains("DISK_ONLY, MEMORY_AND_DISK_SER or NONE"), e.getMessage)
+    }
   }
 }
