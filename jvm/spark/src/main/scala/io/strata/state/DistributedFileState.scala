@@ -4,9 +4,9 @@ import java.time.ZoneId
 
 import scala.util.control.NonFatal
 
+import io.strata.config.ReadConf
 import io.strata.log.{Action, ActionCodec, AddFile, CheckpointStructs, Checkpoints, FileNames, Metadata, RemoveFile,
   Snapshot, SnapshotHead, StrataException, TableLog}
-import io.strata.config.ReadConf
 import io.strata.table.{CatalystValues, PartitionPredicate, StatsSkipping, TableSchema}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path

@@ -8,7 +8,8 @@ import org.apache.spark.sql.DataFrame
  * The reconciled live adds of the tables read lately through the distributed state, persisted (at
  * [[io.strata.config.ReadConf.stateStorageLevel]], on local disk by default) so that later queries on the same
  * version run no reconciliation job: one entry per table path (its latest version read), at most
- * [[StateCache.MaxTables]] tables, the least recently used unpersisted first. A newer version replaces the entry (built from it when only commits separate them) and unpersists it.
+ * [[StateCache.MaxTables]] tables, the least recently used unpersisted first. A newer version replaces the entry
+ * (built from it when only commits separate them) and unpersists it.
  */
 private[state] object StateCache {
   /** Tables whose state stays cached (each is a whole table state: a small number). */
