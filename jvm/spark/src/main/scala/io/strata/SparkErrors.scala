@@ -56,6 +56,8 @@ object SparkErrors {
     extends l.ConcurrentTransactionException(c, p, t) with Condition
   final class ConcurrentDomainMetadataException(c: String, p: Params, t: Throwable)
     extends l.ConcurrentDomainMetadataException(c, p, t) with Condition
+  final class LogReplacedException(c: String, p: Params, t: Throwable)
+    extends l.LogReplacedException(c, p, t) with Condition
   final class CommitRetriesExhaustedException(c: String, p: Params, t: Throwable)
     extends l.CommitRetriesExhaustedException(c, p, t) with Condition
   final class ConstraintViolationException(c: String, p: Params, t: Throwable)
@@ -79,6 +81,7 @@ object SparkErrors {
     l.ProtocolChangedException -> (new ProtocolChangedException(_, _, _)),
     l.ConcurrentTransactionException -> (new ConcurrentTransactionException(_, _, _)),
     l.ConcurrentDomainMetadataException -> (new ConcurrentDomainMetadataException(_, _, _)),
+    l.LogReplacedException -> (new LogReplacedException(_, _, _)),
     l.CommitRetriesExhaustedException -> (new CommitRetriesExhaustedException(_, _, _)),
     l.ConstraintViolationException -> (new ConstraintViolationException(_, _, _)),
     l.StreamSourceChangeException -> (new StreamSourceChangeException(_, _, _)))

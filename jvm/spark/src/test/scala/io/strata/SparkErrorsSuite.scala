@@ -44,6 +44,7 @@ class SparkErrorsSuite extends AnyFunSuite with SparkTestSession {
       l.ProtocolChangedException -> classOf[l.ProtocolChangedException],
       l.ConcurrentTransactionException -> classOf[l.ConcurrentTransactionException],
       l.ConcurrentDomainMetadataException -> classOf[l.ConcurrentDomainMetadataException],
+      l.LogReplacedException -> classOf[l.LogReplacedException],
       l.CommitRetriesExhaustedException -> classOf[l.CommitRetriesExhaustedException],
       l.ConstraintViolationException -> classOf[l.ConstraintViolationException],
       l.StreamSourceChangeException -> classOf[l.StreamSourceChangeException])

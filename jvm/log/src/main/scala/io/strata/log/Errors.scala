@@ -121,6 +121,13 @@ class ConcurrentDomainMetadataException(c: String, p: Map[String, String], t: Th
 object ConcurrentDomainMetadataException
   extends ConflictKind("STRATA_CONCURRENT_DOMAIN_METADATA", new ConcurrentDomainMetadataException(_, _, _))
 
+/**
+ * The commit file of the version a transaction read is no longer the one it read (another [[FileStamp]], or gone):
+ * the log was replaced under the table since. Its commit would land on another history; nothing is committed.
+ */
+class LogReplacedException(c: String, p: Map[String, String], t: Throwable) extends ConcurrentModificationException(c, p, t)
+object LogReplacedException extends ConflictKind("STRATA_LOG_REPLACED", new LogReplacedException(_, _, _))
+
 /** Commit retries ran out while other writers kept winning (each time without a logical conflict). */
 class CommitRetriesExhaustedException(c: String, p: Map[String, String], t: Throwable) extends StrataException(c, p, t)
 object CommitRetriesExhaustedException

@@ -22,30 +22,34 @@ private[log] object InCommitTimestamps {
   /**
    * The in-commit timestamp of a commit at `version`, attempted at `now`: one millisecond after the previous commit's
    * (its in-commit timestamp, or for a commit from before they were on, its file's modification time: PROTOCOL.md
-   * asks the enabling commit to be later than that), and never before `now`.
+   * asks the enabling commit to be later than that), and never before `now`. `previous`: the stamp of the previous
+   * commit's file when the caller knows it (the version its transaction read): a timestamp this JVM remembers for
+   * that commit is used only when it was remembered for that very file (a log replaced under the table since has
+   * another), else the commit is read.
    */
-  def next(log: TableLog, tableId: String, version: Long, now: Long): Long =
-    if (version == 0) now else math.max(now, previous(log, tableId, version - 1) + 1)
+  def next(log: TableLog, tableId: String, version: Long, now: Long, previous: Option[FileStamp]): Long =
+    if (version == 0) now else math.max(now, previousTimestamp(log, tableId, version - 1, previous) + 1)
 
-  private def previous(log: TableLog, tableId: String, version: Long): Long = {
+  private def previousTimestamp(log: TableLog, tableId: String, version: Long, stamp: Option[FileStamp]): Long = {
     val key = Known(log.tablePath.toString, tableId, version)
-    Option(known.get(key)).map(_.longValue).getOrElse {
+    Option(known.get(key)).filter(k => stamp.contains(k._2)).map(_._1).getOrElse {
       log.readCommit(version).collectFirst { case c: CommitInfo => c.inCommitTimestamp }.flatten.getOrElse(
         log.store.fs.getFileStatus(FileNames.deltaFile(log.logPath, version)).getModificationTime)
     }
   }
 
   /**
-   * The in-commit timestamp of a commit this JVM wrote, so that the next commit to the table needs no read of it (a
-   * commit never changes; the table id tells a table re-created at the same path apart). One entry per table.
+   * The in-commit timestamp of a commit this JVM wrote, whose file has `stamp`, so that the next commit to the table
+   * needs no read of it (a commit never changes; the table id and the stamp tell a table re-created at the same path,
+   * or a log put back from a copy, apart). One entry per table.
    */
-  def landed(log: TableLog, tableId: String, version: Long, ict: Long): Unit = {
+  def landed(log: TableLog, tableId: String, version: Long, ict: Long, stamp: FileStamp): Unit = {
     known.keySet.removeIf(k => k.table == log.tablePath.toString)
     if (known.size > MaxKnown) known.clear()
-    known.put(Known(log.tablePath.toString, tableId, version), ict)
+    known.put(Known(log.tablePath.toString, tableId, version), (ict, stamp))
   }
   private final case class Known(table: String, tableId: String, version: Long)
-  private val known = new java.util.concurrent.ConcurrentHashMap[Known, java.lang.Long]()
+  private val known = new java.util.concurrent.ConcurrentHashMap[Known, (Long, FileStamp)]()
   private val MaxKnown = 10000
 
   /**

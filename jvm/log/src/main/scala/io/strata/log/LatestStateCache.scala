@@ -4,16 +4,16 @@ import org.apache.hadoop.fs.FileStatus
 
 /**
  * The latest state (a [[Snapshot]], or a [[SnapshotHead]]) of recently used tables, per JVM, and the one rule for
- * when such a state may still be used: the commit file it was built up to is still there, unchanged (a table deleted
- * and created again at the same place starts over), and no checkpoint newer than the one it was read from exists (its
- * segment is then the one a full load would choose). Bounded: the least recently used tables are dropped.
+ * when such a state may still be used: the commit file it was built up to is still there with the same
+ * [[FileStamp]] (a table deleted and created again at the same place, or a log put back from a copy, starts over),
+ * and no checkpoint newer than the one it was read from exists (its segment is then the one a full load would
+ * choose). Bounded: the least recently used tables are dropped.
  * [[SnapshotCache]] and [[HeadCache]] are its two instances.
  */
 private[log] class LatestStateCache[T](versionOf: T => Long, checkpointOf: T => Option[Long]) {
-  private final class Entry(val state: T, val commitLength: Long, val commitModificationTime: Long) {
-    /** True when `commit` is still the commit file this state was built up to (same length and modification time). */
-    def builtFrom(commit: FileStatus): Boolean =
-      commit.getLen == commitLength && commit.getModificationTime == commitModificationTime
+  private final class Entry(val state: T, val stamp: FileStamp) {
+    /** True when `commit` is still the commit file this state was built up to (the same [[FileStamp]]). */
+    def builtFrom(commit: FileStatus): Boolean = FileStamp.of(commit) == stamp
   }
 
   private val entries = new RecentlyUsed[String, Entry](max = 32)
@@ -26,7 +26,7 @@ private[log] class LatestStateCache[T](versionOf: T => Long, checkpointOf: T => 
     }.map(_.state)
 
   /**
-   * The table's cached state when the commit file it was built up to still has the length and modification time it
+   * The table's cached state when the commit file it was built up to still has the stamp it
    * had (`status` of that version's commit file: asked outside the lock, only when the table has a state here).
    */
   def unchanged(table: String, status: Long => Option[FileStatus]): Option[T] =
@@ -39,7 +39,7 @@ private[log] class LatestStateCache[T](versionOf: T => Long, checkpointOf: T => 
 
   /** Remembers `state` as the table's latest (unless a newer one is held), built up to the commit file `commit`. */
   def put(table: String, state: T, commit: Option[FileStatus]): Unit = commit.foreach { st =>
-    entries.putIf(table, new Entry(state, st.getLen, st.getModificationTime))(
+    entries.putIf(table, new Entry(state, FileStamp.of(st)))(
       _.forall(e => versionOf(e.state) <= versionOf(state)))
   }
 

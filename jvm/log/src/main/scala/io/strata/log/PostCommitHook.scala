@@ -124,7 +124,8 @@ object CheckpointHook extends PostCommitHook {
 
   /** Keeps `s`, just checkpointed, cached with the new checkpoint as its segment (what a full load now chooses). */
   private def keep(log: TableLog, s: Snapshot, written: WrittenCheckpoint, status: FileStatus): Unit = {
-    val segment = LogSegment(s.version, Some(s.version), written.files, Nil, s.segment.lastCommitTimestamp)
+    val segment = LogSegment(s.version, Some(s.version), written.files, Nil, s.segment.lastCommitTimestamp,
+      Some(FileStamp.of(status)))
     SnapshotCache.put(log.tablePath.toString, s.withSegment(segment), Some(status))
   }
 

@@ -4,13 +4,19 @@ import java.net.URI
 
 import org.apache.hadoop.fs.Path
 
-/** The log files one snapshot is built from: a complete checkpoint (all its parts) and the commits after it. */
+/**
+ * The log files one snapshot is built from: a complete checkpoint (all its parts) and the commits after it.
+ * `commitStamp`: the [[FileStamp]] of the commit file of `version` as it was when the state was read, None when the
+ * version has no commit file (a log whose commits before its checkpoint are gone) or it is not known: what proves
+ * later that the log still holds the history this state came from ([[TableLog.commitStamp]]).
+ */
 final case class LogSegment(
     version: Long,
     checkpointVersion: Option[Long],
     checkpointFiles: Seq[Path],
     commitFiles: Seq[Path],
-    lastCommitTimestamp: Long) {
+    lastCommitTimestamp: Long,
+    commitStamp: Option[FileStamp] = None) {
   def files: Seq[Path] = checkpointFiles ++ commitFiles
 }
 

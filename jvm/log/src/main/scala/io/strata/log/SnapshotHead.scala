@@ -67,7 +67,8 @@ object SnapshotHead {
     def after(version: Long, commits: Seq[org.apache.hadoop.fs.FileStatus]): SnapshotHead = {
       val s = seed.get
       val segment = s.segment.copy(version = version, commitFiles = s.segment.commitFiles ++ commits.map(_.getPath),
-        lastCommitTimestamp = commits.lastOption.fold(s.segment.lastCommitTimestamp)(_.getModificationTime))
+        lastCommitTimestamp = commits.lastOption.fold(s.segment.lastCommitTimestamp)(_.getModificationTime),
+        commitStamp = commits.lastOption.map(FileStamp.of).orElse(s.segment.commitStamp))
       s.copy(version = version, segment = segment, protocol = protocol.get, metadata = metadata.get,
         transactions = txns.toMap, domains = domains.toMap,
         size = StateSize(s.size.files.map(_ + commitAdds), s.size.logBytes + commits.map(_.getLen).sum))

@@ -105,8 +105,12 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
         newCommits.foreach { case (v, st) => readCommit(v, st.getPath).foreach(replay.apply) }
         val old = s.segment
         replay.result(latest, old.copy(version = latest, commitFiles = old.commitFiles ++ newCommits.map(_._2.getPath),
-          lastCommitTimestamp = newCommits.last._2.getModificationTime))
-      case _ => load(listing, None)
+          lastCommitTimestamp = newCommits.last._2.getModificationTime,
+          commitStamp = Some(FileStamp.of(newCommits.last._2))))
+      case held =>
+        // None held, or one of another history of the path (or before a newer checkpoint): this load replaces it.
+        if (held.isEmpty) SnapshotCache.invalidate(key)
+        load(listing, None)
     }
     SnapshotCache.put(key, snapshot, listing.commits.get(latest))
     Some(snapshot)
@@ -138,6 +142,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     if (listing.isEmpty) return None
     val cached = currentSnapshot(listing).filter(_ => listing.v2Checkpoints.isEmpty)
     Some(cached.map(SnapshotHead.of).orElse(cachedHead(listing)).getOrElse {
+      HeadCache.invalidate(tablePath.toString) // none held, or of another history: this head replaces it
       val head = load(listing, None, replayHead)
       HeadCache.put(tablePath.toString, head, listing.commits.get(head.version))
       head
@@ -227,6 +232,13 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     }
   }
 
+  /**
+   * The [[FileStamp]] of commit `version`'s file now, None when there is none: one probe, no listing. A state built up
+   * to that version (whose segment's `commitStamp` it was) still describes this log while the two are equal.
+   */
+  def commitStamp(version: Long): Option[FileStamp] =
+    store.status(FileNames.deltaFile(logPath, version)).map(FileStamp.of)
+
   /** The actions of commit `version`, as written. */
   def readCommit(version: Long): Seq[Action] = readCommit(version, FileNames.deltaFile(logPath, version))
 
@@ -288,7 +300,8 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     val cpStatus = cp.map(listing.checkpoints(_)).getOrElse(Nil)
     val commits = (cp.map(_ + 1).getOrElse(0L) to version).map(v => v -> listing.commits(v))
     val lastTs = commits.lastOption.map(_._2.getModificationTime).getOrElse(cpStatus.head.getModificationTime)
-    val segment = LogSegment(version, cp, cpStatus.map(_.getPath), commits.map(_._2.getPath), lastTs)
+    val segment = LogSegment(version, cp, cpStatus.map(_.getPath), commits.map(_._2.getPath), lastTs,
+      listing.commits.get(version).map(FileStamp.of))
     val head = new SnapshotHead.Replay(tablePath)
     cpStatus.foreach { st =>
       // A V2 checkpoint's top file holds every non-file action (its sidecars only adds and removes).
@@ -313,7 +326,8 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
     val commits = (cp.map(_ + 1).getOrElse(0L) to version).map(v => v -> listing.commits(v))
     val lastTs = commits.lastOption.map(_._2.getModificationTime)
       .getOrElse(listing.checkpoints(version).head.getModificationTime)
-    val segment = LogSegment(version, cp, cpFiles, commits.map(_._2.getPath), lastTs)
+    val segment = LogSegment(version, cp, cpFiles, commits.map(_._2.getPath), lastTs,
+      listing.commits.get(version).map(FileStamp.of))
     val replay = new Snapshot.Replay(tablePath)
     new CheckpointParts(cpFiles, V2Checkpoints.reader(store, logPath)).foreach { (f, actions) =>
       try actions.foreach(replay.apply) catch {

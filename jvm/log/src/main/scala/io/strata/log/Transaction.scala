@@ -159,7 +159,9 @@ final class Transaction private[log] (val log: TableLog, snapshot: Option[Snapsh
     var written: Seq[Action] = body
     val ict = InCommitTimestamps.active(protocol, meta)
     def stage(v: Long): Seq[String] = {
-      val ts = if (ict) Some(InCommitTimestamps.next(log, meta.id, v, System.currentTimeMillis())) else None
+      // The previous commit is the version read (its stamp checked before the put) or a winner just read.
+      val previous = if (v == readVersion + 1) readHead.flatMap(_.segment.commitStamp) else None
+      val ts = if (ict) Some(InCommitTimestamps.next(log, meta.id, v, System.currentTimeMillis(), previous)) else None
       info = ts.fold(baseInfo)(t => CommitInfo(baseInfo.json.deepCopy().put("timestamp", t).put("inCommitTimestamp", t)))
       written = body.map {
         case m: Metadata => InCommitTimestamps.withEnablement(m, readHead.map(_.metadata), v, ts)
@@ -192,13 +194,15 @@ final class Transaction private[log] (val log: TableLog, snapshot: Option[Snapsh
       case Some(a: ConflictChecker.AlreadyCommitted) => return alreadyCommitted(a)
       case _ =>
     }
+    checkReadStillInLog()
     while (true) {
       put(version, lines) match {
         case Transaction.Landed =>
           val after = if (version == readVersion + 1) remember(version, written) else None
-          if (version == readVersion + 1 && !hasFileState) rememberHead(version, written)
+          val headStatus = if (version == readVersion + 1 && !hasFileState) rememberHead(version, written) else None
           val result = CommitResult(version, attempt, info)
-          info.inCommitTimestamp.foreach(InCommitTimestamps.landed(log, meta.id, version, _))
+          for (ts <- info.inCommitTimestamp; st <- after.map(_._2).orElse(headStatus))
+            InCommitTimestamps.landed(log, meta.id, version, ts, FileStamp.of(st))
           val writtenMeta = written.collectFirst { case m: Metadata => m }.getOrElse(meta)
           PostCommitHook.runAll(PostCommitHook.LogHooks ++ hooks,
             new CommittedVersion(log, result, written, writtenMeta, after.map(_._1), after.map(_._2),
@@ -224,6 +228,24 @@ final class Transaction private[log] (val log: TableLog, snapshot: Option[Snapsh
   }
 
   /**
+   * The version read is still the log's: its commit file has the [[FileStamp]] it had when read (one probe). A log
+   * replaced under the table since the read (a copy put back, an object-store rollback) would otherwise get this
+   * commit on top of another history, and the state cached after it ([[remember]]), which checkpoints are written
+   * from, would be the read history's. Nothing to check for a new table or a state whose commit file is unknown.
+   */
+  private def checkReadStillInLog(): Unit = readHead.foreach { h =>
+    h.segment.commitStamp.foreach { read =>
+      val now = log.commitStamp(h.version)
+      if (!now.contains(read)) {
+        val operation = now.flatMap(_ => scala.util.Try(log.readCommit(h.version)).toOption
+          .flatMap(_.collectFirst { case c: CommitInfo => c.operation }.flatten)).getOrElse(if (now.isEmpty) "gone" else "?")
+        throw LogReplacedException(h.version, operation, s"read ${FileNames.deltaFile(log.logPath, h.version)} as " +
+          s"$read, now ${now.fold("absent")(_.toString)}")
+      }
+    }
+  }
+
+  /**
    * The table after this commit, when it directly follows the version read (no winner in between): the read
    * snapshot (none for a new table: its first commit is the whole table) plus this commit's actions, cached so the
    * next load of the table needs no replay (and a blind append starts from it, [[TableLog.appendBase]]); with the
@@ -238,20 +260,27 @@ final class Transaction private[log] (val log: TableLog, snapshot: Option[Snapsh
       val status = log.store.fs.getFileStatus(FileNames.deltaFile(log.logPath, version))
       val seg = snapshot.fold(LogSegment(version, None, Nil, Nil, status.getModificationTime))(_.segment)
       val after = replay.result(version, seg.copy(version = version,
-        commitFiles = seg.commitFiles :+ status.getPath, lastCommitTimestamp = status.getModificationTime))
+        commitFiles = seg.commitFiles :+ status.getPath, lastCommitTimestamp = status.getModificationTime,
+        commitStamp = Some(FileStamp.of(status))))
       SnapshotCache.put(log.tablePath.toString, after, Some(status))
       Some((after, status))
     } catch { case NonFatal(e) => Transaction.logger.debug(s"Not caching version $version of ${log.tablePath}", e); None }
   }
 
-  /** After a commit over a head that directly follows it: the head after the commit, cached ([[HeadCache]]). */
-  private def rememberHead(version: Long, body: Seq[Action]): Unit = head.foreach { h =>
+  /**
+   * After a commit over a head that directly follows it: the head after the commit, cached ([[HeadCache]]); returns
+   * the commit file's status.
+   */
+  private def rememberHead(version: Long, body: Seq[Action]): Option[FileStatus] = head.flatMap { h =>
     try {
       val replay = new SnapshotHead.Replay(log.tablePath, Some(h))
       body.foreach(replay.apply)
       val status = log.store.fs.getFileStatus(FileNames.deltaFile(log.logPath, version))
       HeadCache.put(log.tablePath.toString, replay.after(version, Seq(status)), Some(status))
-    } catch { case NonFatal(e) => Transaction.logger.debug(s"Not caching version $version of ${log.tablePath}", e) }
+      Some(status)
+    } catch {
+      case NonFatal(e) => Transaction.logger.debug(s"Not caching version $version of ${log.tablePath}", e); None
+    }
   }
 
   /**

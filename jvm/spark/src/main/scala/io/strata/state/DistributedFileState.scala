@@ -127,7 +127,9 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
   private lazy val state: DataFrame = ReadConf.stateStorageLevel(spark) match {
     case None => fromCheckpoint // `NONE`: nothing kept; each query reconciles
     case Some(level) =>
-      StateCache.stateOf(spark.sparkContext, head.tablePath.toString, head.metadata.id, head.version) {
+      val log = TableLog.forPath(head.tablePath, hadoopConf)
+      StateCache.stateOf(spark.sparkContext, head.tablePath.toString, head.metadata.id, head.version,
+          head.segment.commitStamp, log.commitStamp) {
         (previous, persist) =>
           val from = previous.filter(p => p.depth < StateCache.MaxDepth &&
             p.version >= head.segment.checkpointVersion.getOrElse(-1L) && commitVersions.contains(p.version + 1))
@@ -135,7 +137,8 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
           if (persist) describing(s"$Reconciling ${head.tablePath} version ${head.version}") {
             try df.persist(level).count() catch { case e: Throwable => df.unpersist(); throw e }
           }
-          StateCache.Entry(spark.sparkContext, head.metadata.id, head.version, df, from.fold(0)(_.depth + 1))
+          StateCache.Entry(spark.sparkContext, head.metadata.id, head.version, head.segment.commitStamp, df,
+            from.fold(0)(_.depth + 1))
       }
   }
 

@@ -20,8 +20,10 @@ object DistributedVacuumCheck {
             zone: ZoneId): Unit = {
     // A pair of versions found readable is not checked again while the table's latest version is the same (VACUUM
     // commits, as Strata's and delta-spark's do, make a new latest version): repeated reads of one old version
-    // cost no jobs. A file deleted outside any commit then fails the scan, naming it.
-    val key = s"${log.tablePath}|${latest.metadata.id}|${spark.sparkContext.applicationId}|${old.version}|${latest.version}"
+    // cost no jobs. A file deleted outside any commit then fails the scan, naming it. Both versions' commit stamps
+    // are in the key: a log replaced under the path is another pair, checked again.
+    val key = Seq(log.tablePath, latest.metadata.id, spark.sparkContext.applicationId, old.version,
+      old.segment.commitStamp, latest.version, latest.segment.commitStamp).mkString("|")
     if (old.version != latest.version && !Passed.contains(key)) {
       failIfVacuumed(spark, log, old, latest, conf, zone)
       Passed.put(key, true)

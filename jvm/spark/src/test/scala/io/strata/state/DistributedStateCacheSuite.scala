@@ -145,4 +145,34 @@ class DistributedStateCacheSuite extends AnyFunSuite with SparkTestSession {
         e.getMessage.contains("DISK_ONLY, MEMORY_AND_DISK_SER or NONE"), e.getMessage)
     }
   }
+
+  test("a log put back from a copy and written on to the cached version is reconciled anew; so is its next version") {
+    StateCache.clear()
+    import spark.implicits._
+    val path = table(appends = 2) // versions 0-2, checkpoint at 2, version 3 (id 500)
+    val copy = tempDir("cache-copy").resolve("t")
+    def move(from: java.nio.file.Path, to: java.nio.file.Path): Unit = {
+      org.apache.commons.io.FileUtils.deleteDirectory(to.toFile)
+      org.apache.commons.io.FileUtils.moveDirectory(from.toFile, to.toFile)
+    }
+    // The copy keeps modification times (as cp -a, a backup restore or an object-store rollback do).
+    org.apache.commons.io.FileUtils.copyDirectory(new java.io.File(path), copy.toFile, true)
+    def read() = spark.read.format("strata").load(path)
+    distributed {
+      Seq((600L, "p1")).toDF("id", "p").write.format("strata").mode("append").save(path) // version 4
+      assert(read().count() == 42)
+      // Another history written from the copy to version 4 (under another path, as another process would: this
+      // JVM's caches of `path` never see it), then moved in place of the table.
+      Seq((700L, "p0"), (701L, "p0")).toDF("id", "p").write.format("strata").mode("append").save(copy.toString)
+      move(copy, java.nio.file.Paths.get(path))
+      val (jobs, ids) = reconciling(read().where("id >= 500").select("id").as[Long].collect().toSet)
+      assert(jobs > 0 && ids == Set(500L, 700L, 701L), "the cached state of the other history answered")
+      sameFilesAsDriver(path)
+      // The next version is brought forward from the state just built (its commit file probed: still the log's).
+      Seq((800L, "p1")).toDF("id", "p").write.format("strata").mode("append").save(path)
+      val (update, n) = reconciling(read().count())
+      assert(update > 0 && n == 44)
+      assert(reconciling(read().count()) == ((0, 44L)))
+    }
+  }
 }
