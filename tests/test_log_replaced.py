@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import write_deltalake
+from deltalake import PostCommitHookProperties, write_deltalake
 from pyspark.sql import SparkSession
 
 from delta_spark_peer import Peer
@@ -73,15 +73,22 @@ def strata_append(spark: SparkSession, path: Path, rows: list[tuple[Any, ...]], 
     spark.createDataFrame(rows, schema).write.format("strata").mode("append").save(str(path))
 
 
-def rival_append(path: Path, rows: dict[str, list[Any]], **options: Any) -> None:
-    """delta-rs commits the next version, as another process would."""
-    write_deltalake(str(path), pa.table(rows), mode="append", **options)
+# delta-rs checkpoints by itself (at version 4 of a table with interval 5): a checkpoint newer than Strata's held
+# state makes any reader start over from it, and would hide what these tests are about.
+NO_CHECKPOINT = PostCommitHookProperties(create_checkpoint=False)
+
+
+def rival_write(path: Path, rows: dict[str, list[Any]], mode: str = "append", **options: Any) -> None:
+    """delta-rs commits the next version (or creates the table), as another process would, without a checkpoint."""
+    write_deltalake(str(path), pa.table(rows), mode=mode,  # type: ignore[call-overload]
+                    post_commithook_properties=NO_CHECKPOINT, **options)
 
 
 def checkpointed_after(spark: SparkSession, path: Path, version: int, which: str, append: Callable[[], None]) -> None:
     """`append` (a Strata blind append) lands `version`, whose checkpoint is due: the checkpoint (by Spark jobs on
     the distributed path, which builds no file state on the driver) holds exactly the live files the JSON commits
     give."""
+    assert not list((path / "_delta_log").glob("*.checkpoint*")), "a checkpoint before Strata's"
     built = jvm(spark).io.strata.log.Snapshot.fileStatesBuilt()
     with state_path(spark, which):
         append()
@@ -112,7 +119,7 @@ def test_a_copy_put_back_and_written_on_at_the_held_version(
 
     shutil.rmtree(path)
     shutil.copytree(copy, path)
-    rival_append(path, {"id": pa.array([3], pa.int64()), "p": ["c"]})  # version 2 again, another history
+    rival_write(path, {"id": pa.array([3], pa.int64()), "p": ["c"]})  # version 2 again, another history
     with state_path(spark, which):
         all_read(spark, peer, path, cols, [(1, "a"), (2, "b"), (3, "c")])
 
@@ -142,10 +149,10 @@ def test_a_table_deleted_and_created_again_with_another_schema(
     shutil.rmtree(path)
     cols = ["id", "p", "v"]
     schema = {"id": pa.array([10], pa.int64()), "p": ["x"], "v": ["first"]}
-    write_deltalake(str(path), pa.table(schema), mode="error", partition_by=["p"],
-                    configuration={"delta.checkpointInterval": "3"})  # version 0
-    rival_append(path, {"id": pa.array([11], pa.int64()), "p": ["x"], "v": ["second"]})  # version 1
-    rival_append(path, {"id": pa.array([12], pa.int64()), "p": ["y"], "v": ["third"]})  # version 2
+    rival_write(path, schema, mode="error", partition_by=["p"],
+                configuration={"delta.checkpointInterval": "3"})  # version 0
+    rival_write(path, {"id": pa.array([11], pa.int64()), "p": ["x"], "v": ["second"]})  # version 1
+    rival_write(path, {"id": pa.array([12], pa.int64()), "p": ["y"], "v": ["third"]})  # version 2
     with state_path(spark, which):
         all_read(spark, peer, path, cols, [(10, "x", "first"), (11, "x", "second"), (12, "y", "third")])
 
@@ -173,11 +180,11 @@ def test_a_backup_older_than_the_held_version_written_on_past_it(
 
     shutil.rmtree(path)
     shutil.copytree(copy, path)  # back to version 1
-    rival_append(path, {"id": pa.array([3], pa.int64()), "p": ["c"]})  # version 2
+    rival_write(path, {"id": pa.array([3], pa.int64()), "p": ["c"]})  # version 2
     with state_path(spark, which):  # older than the held version 3: still the log's version 2
         all_read(spark, peer, path, cols, [(1, "a"), (2, "b"), (3, "c")])
-    rival_append(path, {"id": pa.array([7], pa.int64()), "p": ["a"]})  # version 3, the held number
-    rival_append(path, {"id": pa.array([8], pa.int64()), "p": ["b"]})  # version 4, past it
+    rival_write(path, {"id": pa.array([7], pa.int64()), "p": ["a"]})  # version 3, the held number
+    rival_write(path, {"id": pa.array([8], pa.int64()), "p": ["b"]})  # version 4, past it
     expected = [(1, "a"), (2, "b"), (3, "c"), (7, "a"), (8, "b")]
     with state_path(spark, which):
         all_read(spark, peer, path, cols, expected)

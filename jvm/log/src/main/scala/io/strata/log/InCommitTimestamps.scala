@@ -32,7 +32,7 @@ private[log] object InCommitTimestamps {
 
   private def previousTimestamp(log: TableLog, tableId: String, version: Long, stamp: Option[FileStamp]): Long = {
     val key = Known(log.tablePath.toString, tableId, version)
-    Option(known.get(key)).filter(k => stamp.contains(k._2)).map(_._1).getOrElse {
+    Option(known.get(key)).filter(k => stamp.exists(_.sameFile(k._2))).map(_._1).getOrElse {
       log.readCommit(version).collectFirst { case c: CommitInfo => c.inCommitTimestamp }.flatten.getOrElse(
         log.store.fs.getFileStatus(FileNames.deltaFile(log.logPath, version)).getModificationTime)
     }

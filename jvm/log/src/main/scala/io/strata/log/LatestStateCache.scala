@@ -13,7 +13,7 @@ import org.apache.hadoop.fs.FileStatus
 private[log] class LatestStateCache[T](versionOf: T => Long, checkpointOf: T => Option[Long]) {
   private final class Entry(val state: T, val stamp: FileStamp) {
     /** True when `commit` is still the commit file this state was built up to (the same [[FileStamp]]). */
-    def builtFrom(commit: FileStatus): Boolean = FileStamp.of(commit) == stamp
+    def builtFrom(commit: FileStatus): Boolean = FileStamp.of(commit).sameFile(stamp)
   }
 
   private val entries = new RecentlyUsed[String, Entry](max = 32)

@@ -236,7 +236,7 @@ final class Transaction private[log] (val log: TableLog, snapshot: Option[Snapsh
   private def checkReadStillInLog(): Unit = readHead.foreach { h =>
     h.segment.commitStamp.foreach { read =>
       val now = log.commitStamp(h.version)
-      if (!now.contains(read)) {
+      if (!now.exists(_.sameFile(read))) {
         val operation = now.flatMap(_ => scala.util.Try(log.readCommit(h.version)).toOption
           .flatMap(_.collectFirst { case c: CommitInfo => c.operation }.flatten)).getOrElse(if (now.isEmpty) "gone" else "?")
         throw LogReplacedException(h.version, operation, s"read ${FileNames.deltaFile(log.logPath, h.version)} as " +

@@ -86,16 +86,21 @@ class LogReplacedSuite extends AnyFunSuite with LogTestSupport {
     assert(!Files.exists(deltaFile(table, 3L)) && !Files.exists(deltaFile(table, 2L)))
   }
 
-  test("a file stamp tells statuses apart by length, modification time and ETag (quotes aside)") {
+  test("a file stamp tells files apart by length and ETag where both have one, else by length and modification time") {
     val p = new Path("/t/_delta_log/00000000000000000001.json")
     final class Tagged(len: Long, time: Long, tag: String) extends FileStatus(len, false, 1, 1, time, p)
       with org.apache.hadoop.fs.EtagSource { def getEtag: String = tag }
-    val plain = FileStamp.of(new FileStatus(10, false, 1, 1, 1000L, p))
-    assert(plain == FileStamp(10, 1000L, None))
-    assert(FileStamp.of(new Tagged(10, 1000L, "\"abc\"")) == FileStamp.of(new Tagged(10, 1000L, "abc")))
-    // Two uploads within one second of an object store: the same length and time, other ETags.
-    assert(FileStamp.of(new Tagged(10, 1000L, "abc")) != FileStamp.of(new Tagged(10, 1000L, "abd")))
-    assert(FileStamp.of(new FileStatus(11, false, 1, 1, 1000L, p)) != plain)
-    assert(FileStamp.of(new FileStatus(10, false, 1, 1, 1001L, p)) != plain)
+    def tagged(len: Long, time: Long, tag: String) = FileStamp.of(new Tagged(len, time, tag))
+    def plain(len: Long, time: Long) = FileStamp.of(new FileStatus(len, false, 1, 1, time, p))
+    assert(plain(10, 1000L) == FileStamp(10, 1000L, None))
+    // A listing and a HEAD of one object: quotes and the time's precision may differ, the ETag does not.
+    assert(tagged(10, 1000L, "\"abc\"").sameFile(tagged(10, 1999L, "abc")))
+    assert(tagged(10, 1000L, "abc").key == tagged(10, 1999L, "\"abc\"").key)
+    // Two uploads within one second: the same length and time, other ETags.
+    assert(!tagged(10, 1000L, "abc").sameFile(tagged(10, 1000L, "abd")))
+    assert(!tagged(11, 1000L, "abc").sameFile(tagged(10, 1000L, "abc")))
+    assert(!plain(11, 1000L).sameFile(plain(10, 1000L)) && !plain(10, 1001L).sameFile(plain(10, 1000L)))
+    assert(plain(10, 1000L).sameFile(plain(10, 1000L)))
+    assert(FileStamp.same(None, None) && !FileStamp.same(Some(plain(1, 1)), None))
   }
 }

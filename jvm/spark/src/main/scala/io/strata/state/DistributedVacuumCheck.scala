@@ -23,7 +23,7 @@ object DistributedVacuumCheck {
     // cost no jobs. A file deleted outside any commit then fails the scan, naming it. Both versions' commit stamps
     // are in the key: a log replaced under the path is another pair, checked again.
     val key = Seq(log.tablePath, latest.metadata.id, spark.sparkContext.applicationId, old.version,
-      old.segment.commitStamp, latest.version, latest.segment.commitStamp).mkString("|")
+      old.segment.commitStamp.map(_.key), latest.version, latest.segment.commitStamp.map(_.key)).mkString("|")
     if (old.version != latest.version && !Passed.contains(key)) {
       failIfVacuumed(spark, log, old, latest, conf, zone)
       Passed.put(key, true)

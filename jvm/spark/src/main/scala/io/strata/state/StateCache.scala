@@ -41,10 +41,10 @@ private[state] object StateCache {
       // Another table at the same path (dropped and created again) or another Spark application: not this one.
       val cached = entries.get(table).filter(e => (e.context eq context) && !context.isStopped &&
         e.tableId == tableId)
-      def stillInLog(e: Entry) = e.stamp.exists(s => probe(e.version).contains(s))
+      def stillInLog(e: Entry) = e.stamp.exists(s => probe(e.version).exists(_.sameFile(s)))
       cached match {
         case _ if stamp.isEmpty => build(None, false).state
-        case Some(e) if e.version == version && e.stamp == stamp => e.state
+        case Some(e) if e.version == version && FileStamp.same(e.stamp, stamp) => e.state
         case Some(e) if e.version > version && stillInLog(e) => build(None, false).state
         case _ =>
           val fresh = build(cached.filter(e => e.version < version && stillInLog(e)), true)

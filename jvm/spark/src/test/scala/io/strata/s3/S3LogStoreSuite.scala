@@ -35,6 +35,29 @@ class S3LogStoreSuite extends AnyFunSuite with S3TestTables {
     assert(store.read(path) == Seq("""{"mine":1}"""))
   }
 
+  test("a commit's stamp: a listing and a HEAD agree (ETag); a log put back at the held version is another history") {
+    val key = freshKey("stamp")
+    val log = logOf(key)
+    create(log)
+    log.startTransaction().commit(Seq(add("a.parquet")), Operation("WRITE")) // version 1
+    val commit = FileNames.deltaFile(log.logPath, 1L)
+    val listed = log.store.list(log.logPath).find(_.getPath.getName == commit.getName).map(FileStamp.of).get
+    val probed = log.commitStamp(1L).get
+    assert(listed.etag.isDefined && probed.etag.isDefined && listed.sameFile(probed), s"$listed vs $probed")
+    // Consecutive commits from the held snapshot pass the check before each put.
+    log.startTransaction().commit(Seq(add("b.parquet")), Operation("WRITE")) // version 2
+    val txn = log.startTransaction() // reads version 2
+    // Version 2 replaced by another history of the same length (S3 keeps seconds: within one, only the ETag differs).
+    val v2 = FileNames.deltaFile(log.logPath, 2L)
+    val lines = log.store.read(v2)
+    log.store.fs.delete(v2, false)
+    log.store.putIfAbsent(v2, lines.map(_.replace("b.parquet", "c.parquet")))
+    val e = intercept[LogReplacedException](txn.commit(Seq(add("mine.parquet")), Operation("WRITE")))
+    assert(e.winningVersion == 2L, e.getMessage)
+    assert(!logObjects(key).contains(f"${3}%020d.json"), "nothing committed")
+    assert(log.snapshot().files.map(_.path).toSet == Set("a.parquet", "c.parquet"))
+  }
+
   test("8 threads racing to create each of 15 versions: exactly one wins each, the others lose the race") {
     val key = freshKey("race")
     val store = logOf(key).store
