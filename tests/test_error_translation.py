@@ -48,8 +48,9 @@ def test_translate_passes_other_errors_through(spark: SparkSession) -> None:
 def test_unsupported_protocol_is_a_protocol_error(spark: SparkSession, table_path: Path) -> None:
     strata.write(sales(spark, [(1, "FR")]), table_path)
     (table_path / "_delta_log" / "00000000000000000001.json").write_text(
-        json.dumps({"protocol": {"minReaderVersion": 1, "minWriterVersion": 4}}) + "\n")
-    with pytest.raises(strata.ProtocolError, match=r"needs writer version 4") as err:
+        json.dumps({"protocol": {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["rowTracking"]}})
+        + "\n")
+    with pytest.raises(strata.ProtocolError, match=r"needs writer feature\(s\) rowTracking") as err:
         strata.write(sales(spark, [(2, "FR")]), table_path)
     assert err.value.jvm_class == "io.strata.log.UnsupportedProtocolException"
 

@@ -96,7 +96,7 @@ def test_alter_upgrades_in_the_metadata_commit_and_never_downgrades(spark: Spark
     ("'delta.universalFormat.enabledFormats'='iceberg'", r"delta.universalFormat.enabledFormats='iceberg' .* UniForm"),
     ("'delta.feature.rowTracking'='supported'", r"table feature rowTracking, which Strata cannot write"),
     ("'delta.feature.rowTracking'='supported'", r"table feature rowTracking, which Strata cannot write"),
-    ("'delta.minReaderVersion'='2'", r"delta.minReaderVersion=2 .* column mapping"),
+    ("'delta.minWriterVersion'='8'", r"delta.minWriterVersion .* invalid value '8'"),
     ("'delta.appendOnly'='yes'", r"delta.appendOnly .* invalid value 'yes': it must be true or false"),
     ("'delta.logRetentionDuration'='1 month'", r"delta.logRetentionDuration .* invalid value '1 month'"),
 ])

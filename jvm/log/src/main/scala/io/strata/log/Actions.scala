@@ -31,7 +31,10 @@ final case class Metadata(
     partitionColumns: Seq[String] = Nil,
     configuration: Map[String, String] = Map.empty,
     createdTime: Option[Long] = None,
-    extra: Option[ObjectNode] = None) extends Action
+    extra: Option[ObjectNode] = None) extends Action {
+  /** What the schema uses (types, column metadata keys), parsed once: how table features are detected. */
+  lazy val schemaUse: SchemaUse = SchemaUse.of(schemaString)
+}
 
 /**
  * A data file that is part of the table. `path` is the URI-encoded path relative to the table root (or absolute);

@@ -14,39 +14,19 @@ object FeatureDrop {
   val ProtectionKey = "delta.requireCheckpointProtectionBeforeVersion"
 
   /** The features Strata drops (each with what it removes first: the connector's DropFeatureProcedure). */
-  val Droppable: Set[String] = Set("typeWidening", "typeWidening-preview", "vacuumProtocolCheck", "v2Checkpoint",
-    "deletionVectors", InCommitTimestamps.Feature)
+  val Droppable: Set[String] = TableFeatures.all.filter(_.droppable).map(_.name).toSet
 
-  /** (reader, writer) versions a feature needs alone (delta-spark's TableFeature min versions). */
-  private def versions(feature: String): (Int, Int) = feature match {
-    case "appendOnly" | "invariants" => (1, 2)
-    case "checkConstraints" => (1, 3)
-    case "changeDataFeed" | "generatedColumns" => (1, 4)
-    case "columnMapping" => (2, 5)
-    case "identityColumns" => (1, 6)
-    case f if readerWriter(f) => (3, 7)
-    case _ => (1, 7)
-  }
-
-  private val ReaderWriter = Set("deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck",
-    "typeWidening", "typeWidening-preview", "variantType", "variantType-preview", "variantShredding-preview",
-    "columnMapping", "catalogManaged", "catalogOwned-preview", "geospatial")
+  /** (reader, writer) versions a feature needs alone (an unknown one: writer 7). */
+  private def versions(feature: String): (Int, Int) = TableFeatures.get(feature).fold((1, 7))(_.versions)
 
   /** Whether the feature has reader rules (its drop needs checkpoint protection). */
-  def readerWriter(feature: String): Boolean = ReaderWriter(feature)
+  def readerWriter(feature: String): Boolean = TableFeatures.isReaderWriter(feature)
 
   /** The features a legacy (reader, writer) pair implies. */
-  private def implied(reader: Int, writer: Int): Set[String] =
-    (if (writer >= 2) Set("appendOnly", "invariants") else Set.empty[String]) ++
-      (if (writer >= 3) Set("checkConstraints") else Set.empty[String]) ++
-      (if (writer >= 4) Set("changeDataFeed", "generatedColumns") else Set.empty[String]) ++
-      (if (writer >= 5 || reader >= 2) Set("columnMapping") else Set.empty[String]) ++
-      (if (writer >= 6) Set("identityColumns") else Set.empty[String])
+  private def implied(reader: Int, writer: Int): Set[String] = TableFeatures.impliedBy(reader, writer)
 
   /** Every feature the protocol supports, explicitly listed or implied by its legacy versions. */
-  def features(p: Protocol): Set[String] =
-    if (p.supportsWriterFeatures) p.writerFeatures.getOrElse(Set.empty) ++ p.readerFeatures.getOrElse(Set.empty)
-    else implied(p.minReaderVersion, p.minWriterVersion)
+  def features(p: Protocol): Set[String] = TableFeatures.supportedBy(p)
 
   /** The weakest protocol supporting exactly `all`. */
   def normalized(all: Set[String]): Protocol = {

@@ -5,53 +5,37 @@ package io.strata.log
  * Evolution" and "Table Features"). Every check names the version or feature that is missing.
  */
 object ProtocolSupport {
-  /** Reader features whose data Strata reads correctly. */
+  import FeatureSupport.{Full, NotYet, WhileUnused}
+
+  /** Reader features whose data Strata reads correctly ([[TableFeatures]]: read support Full). */
   val ReadableFeatures: Set[String] =
-    Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors", "variantType", "variantType-preview", "v2Checkpoint",
-      // Files written before a widening are read back upcast by Spark's Parquet reader (TypeWidening checks the
-      // recorded changes are ones it does).
-      "typeWidening", "typeWidening-preview", "columnMapping",
-      // Shredded variant files (PROTOCOL.md "Variant Shredding") are read by Spark's Parquet reader, which rebuilds
-      // each value from its typed_value / value parts. Strata writes unshredded files only, so not writable.
-      "variantShredding", "variantShredding-preview")
-  /** Writer features whose rules Strata follows on every write. */
-  val WritableFeatures: Set[String] =
-    Set("appendOnly", "invariants", "checkConstraints", "timestampNtz", "vacuumProtocolCheck", "deletionVectors",
-      "domainMetadata", "inCommitTimestamp", "variantType", "variantType-preview", "columnMapping",
-      "v2Checkpoint", // written with classic single-file checkpoints, which the feature allows
-      "checkpointProtection", // honoured by LogCleanup; Strata checkpoints only its latest version
-      // Clustering columns keep statistics (checked at CLUSTER BY and on later changes of the statistics settings).
-      "clustering",
-      // Writes follow the table's (widened) schema; ALTER COLUMN TYPE records delta.typeChanges
-      // (the connector's TypeWideningChanges) and refuses any change PROTOCOL.md does not list.
-      "typeWidening", "typeWidening-preview")
+    TableFeatures.all.filter(f => f.readerWriter && f.read == Full).map(_.name).toSet
+  /**
+   * Writer features a table Strata writes may support: those whose rules Strata follows, and those whose rules bind
+   * only a table that uses them ([[FeatureSupport.WhileUnused]]: such a table is refused by [[checkWritable]]).
+   */
+  val WritableFeatures: Set[String] = TableFeatures.all.filter(_.write match {
+    case NotYet(_) => false
+    case _ => true
+  }).map(_.name).toSet
 
   /** The writer features a legacy writer version implies (PROTOCOL.md, "Table Features"). */
-  private def legacyWriterFeatures(writerVersion: Int): Set[String] =
-    (if (writerVersion >= 2) Set("appendOnly", "invariants") else Set.empty[String]) ++
-      (if (writerVersion >= 3) Set("checkConstraints") else Set.empty[String]) ++
-      (if (writerVersion >= 5) Set("columnMapping") else Set.empty[String])
+  private def legacyWriterFeatures(writerVersion: Int): Set[String] = TableFeatures.impliedBy(1, writerVersion)
 
-  private[log] val legacyWriterNeeds = Map(
-    4 -> "change data feed or generated columns (writer version 4)",
-    6 -> "identity columns (writer version 6)")
-
-  /** The protocol a new table with these properties and schema needs: reader 1 / writer 2 unless a feature asks more. */
+  /**
+   * The protocol a new table with this metadata needs: reader 1 / writer 2 unless a feature it uses asks more (legacy
+   * versions while every feature used has them, else table features). Refused when it uses a feature Strata cannot
+   * write ([[refusal]]).
+   */
   def minimumFor(metadata: Metadata): Protocol = {
-    unsupportedConfiguration(metadata).foreach(msg => throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
-      msg))
-    val legacyWriter = if (CheckConstraints.of(metadata).nonEmpty) 3 else 2
-    // Features with reader rules that the metadata asks for (PROTOCOL.md: both lists name them).
-    val features = (if (usesTimestampNtz(metadata)) Set("timestampNtz") else Set.empty[String]) ++
-      (if (deletionVectorsEnabled(metadata)) Set("deletionVectors") else Set.empty[String]) ++
-      (if (usesVariant(metadata)) Set("variantType") else Set.empty[String]) ++
-      (if (metadata.configuration.get(V2Checkpoints.PolicyKey).exists(_.trim.equalsIgnoreCase("v2")))
-        Set(V2Checkpoints.Feature) else Set.empty[String]) ++
-      (if (typeWideningEnabled(metadata)) Set(TypeWideningFeature) else Set.empty[String])
-    // Writer-only features the metadata asks for (reader version unchanged).
-    val writerOnly = if (InCommitTimestamps.enabled(metadata)) Set(InCommitTimestamps.Feature) else Set.empty[String]
-    val mapped = ColumnMapping.enabled(metadata) // reader 2 / writer 5, or the feature where features are listed
-    val mapping = if (mapped) Set("columnMapping") else Set.empty[String]
+    refusal(metadata).foreach(msg => throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL", msg))
+    val used = TableFeatures.usedBy(metadata)
+    val legacyWriter = if (used.contains(TableFeatures.CheckConstraintsFeature)) 3 else 2
+    // Features without legacy versions, with reader rules (PROTOCOL.md: both lists name them) or writer-only.
+    val features = used.filter(f => f.legacy.isEmpty && f.readerWriter).map(_.name).toSet
+    val writerOnly = used.filter(f => f.legacy.isEmpty && !f.readerWriter).map(_.name).toSet
+    val mapped = used.contains(TableFeatures.ColumnMappingFeature) // reader 2 / writer 5, or the listed feature
+    val mapping = if (mapped) Set(TableFeatures.ColumnMappingFeature.name) else Set.empty[String]
     if (features.nonEmpty) {
       val all = features ++ mapping
       Protocol(3, 7, Some(all), Some(legacyWriterFeatures(legacyWriter) ++ all ++ writerOnly))
@@ -72,19 +56,19 @@ object ProtocolSupport {
     val needed = if (!current.supportsWriterFeatures || legacy.supportsWriterFeatures) legacy
       else legacy.copy(minWriterVersion = 7, writerFeatures = Some(
         legacyWriterFeatures(if (CheckConstraints.of(metadata).nonEmpty) 3 else 2) ++
-          (if (ColumnMapping.enabled(metadata)) Set("columnMapping") else Set.empty[String])))
+          (if (ColumnMapping.enabled(metadata)) Set(TableFeatures.ColumnMappingFeature.name) else Set.empty[String])))
     merge(current, needed.copy(readerFeatures = needed.readerFeatures.map(_ -- preview),
       writerFeatures = needed.writerFeatures.map(_ -- preview)))
   }
 
-  /** Features whose preview name delta-spark wrote before their final one (same rules). */
-  private val PreviewNames = Map("variantType" -> "variantType-preview", TypeWideningFeature -> "typeWidening-preview")
+  /** Features whose preview name delta-spark wrote before their final one (same rules): final name -> preview. */
+  private val PreviewNames: Map[String, String] =
+    TableFeatures.all.flatMap(f => f.previewOf.map(_ -> f.name)).toMap
 
   final val TypeWideningFeature = "typeWidening"
   val TypeWideningKey = "delta.enableTypeWidening"
   /** `delta.enableTypeWidening`: ALTER COLUMN TYPE may widen a column (PROTOCOL.md, "Type Widening"). */
-  def typeWideningEnabled(m: Metadata): Boolean =
-    m.configuration.get(TypeWideningKey).exists(_.trim.equalsIgnoreCase("true"))
+  def typeWideningEnabled(m: Metadata): Boolean = TableFeatures.TypeWidening.isUsedBy(m)
 
   /**
    * The weakest protocol that has everything `current` and `needed` have; `current` itself when it already covers
@@ -93,7 +77,8 @@ object ProtocolSupport {
    */
   def merge(current: Protocol, needed: Protocol): Protocol = {
     def writerFeatures(p: Protocol) =
-      if (p.supportsWriterFeatures) p.writerFeatures.getOrElse(Set.empty) else legacyWriterFeatures(p.minWriterVersion)
+      if (p.supportsWriterFeatures) p.writerFeatures.getOrElse(Set.empty)
+      else TableFeatures.impliedBy(p.minReaderVersion, p.minWriterVersion)
     // Reader version 2 stands for column mapping, as a writer version for its features.
     def readerFeatures(p: Protocol) = if (p.minReaderVersion >= 3) p.readerFeatures.getOrElse(Set.empty[String])
       else if (p.minReaderVersion == 2) Set("columnMapping") else Set.empty[String]
@@ -125,37 +110,38 @@ object ProtocolSupport {
     }
   }
 
+  /**
+   * Whether Strata may write a table with this protocol and metadata: it reads it; its writer version is one of 1-7;
+   * every feature it supports (listed, or implied by legacy versions) is one whose rules Strata follows, or one it
+   * does not use ([[FeatureSupport.WhileUnused]]); and its metadata uses no feature Strata cannot write, whether or
+   * not the protocol lists it (another writer may set a property without upgrading the protocol).
+   */
   def checkWritable(p: Protocol, metadata: Metadata, table: String): Unit = {
     checkReadable(p, table)
-    p.minWriterVersion match {
-      case 1 | 2 | 3 | 5 => // 5: column mapping; its writer-4 features are refused below when used
-      case v if legacyWriterNeeds.contains(v) => throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
-        s"Table $table needs writer version $v for ${legacyWriterNeeds(v)}, which Strata cannot write yet.")
-      case 7 =>
-        val missing = p.writerFeatures.getOrElse(Set.empty) -- WritableFeatures
-        if (missing.nonEmpty) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
-          s"Table $table needs writer feature(s) ${missing.toSeq.sorted.mkString(", ")}, which Strata cannot write " +
-            s"yet (supported: ${WritableFeatures.toSeq.sorted.mkString(", ")}).")
-      case v => throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
-        s"Table $table needs writer version $v; Strata writes versions 1, 2, 3 and 7 only.")
+    if (p.minWriterVersion < 1 || p.minWriterVersion > 7) throw UnsupportedProtocolException(
+      "STRATA_UNSUPPORTED_PROTOCOL", s"Table $table needs writer version ${p.minWriterVersion}; Strata writes " +
+        "versions 1 to 7 only.")
+    val supported = TableFeatures.supportedBy(p)
+    val missing = supported.filter(n => TableFeatures.get(n).forall(_.write.isInstanceOf[NotYet]))
+    if (missing.nonEmpty) {
+      val legacy = if (p.supportsWriterFeatures) "" else s" (writer version ${p.minWriterVersion})"
+      throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
+        s"Table $table needs writer feature(s) ${missing.toSeq.sorted.mkString(", ")}$legacy, which Strata cannot " +
+          s"write yet (supported: ${WritableFeatures.toSeq.sorted.mkString(", ")}).")
     }
-    unsupportedConfiguration(metadata).foreach(msg => throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
+    refusal(metadata).foreach(msg => throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
       s"Table $table: $msg"))
   }
 
-  /** Table properties and schema annotations whose write-time rules Strata does not enforce yet. */
-  private def unsupportedConfiguration(m: Metadata): Option[String] = {
-    val conf = m.configuration
-    def enabled(k: String) = conf.get(k).exists(_.equalsIgnoreCase("true"))
-    if (enabled("delta.enableChangeDataFeed")) Some("delta.enableChangeDataFeed is not supported yet")
-    else if (m.schemaString.contains("\"delta.invariants\"")) Some("column invariants are not supported yet")
-    else if (m.schemaString.contains("\"delta.generationExpression\"")) Some("generated columns are not supported yet")
-    else None
+  /** Why Strata cannot write a table with this metadata: a feature it uses whose rules Strata does not follow yet. */
+  private def refusal(m: Metadata): Option[String] = TableFeatures.usedBy(m).collectFirst {
+    case f if f.write.isInstanceOf[WhileUnused] || f.write.isInstanceOf[NotYet] =>
+      val what = f.write match { case WhileUnused(w) => w; case NotYet(w) => w; case Full => f.name }
+      s"it uses $what (table feature ${f.name}), which Strata cannot write yet"
   }
 
   /** New row-level changes are written as deletion vectors (`delta.enableDeletionVectors`). */
-  def deletionVectorsEnabled(m: Metadata): Boolean =
-    m.configuration.get("delta.enableDeletionVectors").exists(_.trim.equalsIgnoreCase("true"))
+  def deletionVectorsEnabled(m: Metadata): Boolean = TableFeatures.DeletionVectors.isUsedBy(m)
 
   /**
    * Whether a row-level change may write deletion vectors: the property asks for them and the protocol lists the
@@ -165,10 +151,4 @@ object ProtocolSupport {
    */
   def deletionVectorsWritable(p: Protocol, m: Metadata): Boolean = deletionVectorsEnabled(m) &&
     p.readerFeatures.exists(_("deletionVectors")) && p.writerFeatures.exists(_("deletionVectors"))
-
-  private def usesTimestampNtz(m: Metadata): Boolean = m.schemaString.contains("\"timestamp_ntz\"")
-
-  /** A VARIANT column or field anywhere in the schema (a type, not a name, says "variant"). */
-  private val VariantTypeJson = "\"(type|elementType|keyType|valueType)\"\\s*:\\s*\"variant\"".r
-  private def usesVariant(m: Metadata): Boolean = VariantTypeJson.findFirstIn(m.schemaString).isDefined
 }

@@ -91,18 +91,6 @@ object TableProperties {
   private val byLowerKey: Map[String, (String, Check)] =
     known.map { case (k, c) => s"delta.$k".toLowerCase(Locale.ROOT) -> (s"delta.$k", c) }.toMap
 
-  /** Every table feature delta-spark names (PROTOCOL.md and delta-spark's TableFeature), to tell a typo apart. */
-  private val DeltaFeatures: Seq[String] = Seq("appendOnly", "invariants", "checkConstraints", "changeDataFeed",
-    "generatedColumns", "columnMapping", "identityColumns", "deletionVectors", "rowTracking", "timestampNtz",
-    "domainMetadata", "v2Checkpoint", "icebergCompatV1", "icebergCompatV2", "icebergCompatV3", "clustering",
-    "typeWidening", "typeWidening-preview", "inCommitTimestamp", "vacuumProtocolCheck", "variantType",
-    "variantType-preview", "variantShredding-preview", "coordinatedCommits-preview", "catalogManaged",
-    "catalogOwned-preview", "allowColumnDefaults", "checkpointProtection", "collations-preview",
-    "materializePartitionColumns", "icebergWriterCompatV1", "icebergWriterCompatV3", "geospatial")
-  /** Features with reader rules: supporting one needs reader version 3 as well. */
-  private val ReaderWriterFeatures = Set("timestampNtz", "vacuumProtocolCheck", "deletionVectors", "variantType",
-    "variantType-preview", "v2Checkpoint", "typeWidening", "typeWidening-preview")
-
   /** True for the keys that ask for a protocol rather than being stored in the metadata. */
   def isProtocolProperty(key: String): Boolean = {
     val k = key.toLowerCase(Locale.ROOT)
@@ -157,8 +145,8 @@ object TableProperties {
   /** `delta.feature.<name>`: the feature's canonical name; an unknown name is refused with the closest one. */
   private def canonicalFeature(key: String, table: String): String = {
     val name = key.substring(FeaturePrefix.length)
-    DeltaFeatures.find(_.equalsIgnoreCase(name)).getOrElse {
-      val closest = DeltaFeatures.minBy(f => Spelling.editDistance(f.toLowerCase(Locale.ROOT),
+    TableFeatures.named(name).map(_.name).getOrElse {
+      val closest = TableFeatures.all.map(_.name).minBy(f => Spelling.editDistance(f.toLowerCase(Locale.ROOT),
         name.toLowerCase(Locale.ROOT)))
       throw InvalidTableOperationException("STRATA_UNKNOWN_TABLE_FEATURE",
         Map("property" -> key, "table" -> table, "feature" -> name, "closest" -> closest))
@@ -177,15 +165,9 @@ object TableProperties {
       if (!v.trim.equalsIgnoreCase("true") && !v.trim.equalsIgnoreCase("false"))
         throw invalidValue(s"Table property $k of $table", v, "true or false")
     }
-    if (reader.contains(2)) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
-      s"Table property $MinReaderVersion=2 of $table " +
-      "means column mapping: set delta.columnMapping.mode = 'name' instead (it upgrades the protocol to reader 2 / " +
-      "writer 5), or use 1, or 3 together with delta.minWriterVersion=7.")
-    writer.flatMap(ProtocolSupport.legacyWriterNeeds.get).foreach { need =>
-      throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
-        s"Table property $MinWriterVersion=${writer.get} of $table means $need, " +
-        "which Strata cannot write yet; use 2, 3 or 7.")
-    }
+    // Legacy versions stand for the features they imply (reader 2: column mapping; writer 4: change data feed and
+    // generated columns; 6: identity columns): a table may support them, and Strata writes it while it does not use
+    // a feature whose rules Strata does not follow yet (ProtocolSupport.checkWritable).
     val features = props.toSeq.filter(_._1.toLowerCase(Locale.ROOT).startsWith(FeaturePrefix)).map { case (k, v) =>
       if (!Seq("supported", "enabled").exists(_.equalsIgnoreCase(v.trim))) throw invalidValue(
         s"Table property $k of $table", v, "'supported' (features cannot be dropped by a property)")
@@ -214,10 +196,13 @@ object TableProperties {
     if (r == 3 && w < 7) throw InvalidTableOperationException("STRATA_INVALID_PROTOCOL_REQUEST",
       s"Table property $MinReaderVersion=3 of $table " +
       s"needs writer version 7 (reader features come with writer features); set '$MinWriterVersion'='7' too.")
-    val readerFeatures = features.filter(ReaderWriterFeatures)
+    // A feature with reader rules needs reader 3 (its legacy reader version for column mapping: 2), as delta-spark's
+    // protocol upgrade does.
+    val listed = features.flatMap(TableFeatures.get)
+    val readerFeatures = listed.filter(_.readerWriter)
     Some(if (w >= 7 || features.nonEmpty) {
-      val rv = if (readerFeatures.nonEmpty) 3 else r
-      Protocol(rv, 7, if (rv >= 3) Some(readerFeatures) else None, Some(features))
+      val rv = (readerFeatures.map(_.versions._1) + r).max
+      Protocol(rv, 7, if (rv >= 3) Some(readerFeatures.map(_.name)) else None, Some(features))
     } else Protocol(r, w))
   }
 

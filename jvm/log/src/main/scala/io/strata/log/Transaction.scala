@@ -160,7 +160,7 @@ final class Transaction private[log] (val log: TableLog, snapshot: Option[Snapsh
     val ict = InCommitTimestamps.active(protocol, meta)
     def stage(v: Long): Seq[String] = {
       // The previous commit is the version read (its stamp checked before the put) or a winner just read.
-      val previous = if (v == readVersion + 1) readHead.flatMap(_.segment.commitStamp) else None
+      val previous = readHead.map(_.segment).filter(_.version == v - 1).flatMap(_.commitStamp)
       val ts = if (ict) Some(InCommitTimestamps.next(log, meta.id, v, System.currentTimeMillis(), previous)) else None
       info = ts.fold(baseInfo)(t => CommitInfo(baseInfo.json.deepCopy().put("timestamp", t).put("inCommitTimestamp", t)))
       written = body.map {
@@ -233,13 +233,14 @@ final class Transaction private[log] (val log: TableLog, snapshot: Option[Snapsh
    * commit on top of another history, and the state cached after it ([[remember]]), which checkpoints are written
    * from, would be the read history's. Nothing to check for a new table or a state whose commit file is unknown.
    */
-  private def checkReadStillInLog(): Unit = readHead.foreach { h =>
-    h.segment.commitStamp.foreach { read =>
-      val now = log.commitStamp(h.version)
+  private def checkReadStillInLog(): Unit = readHead.map(_.segment).foreach { s =>
+    s.commitStamp.foreach { read =>
+      val v = s.version // the version whose commit file the stamp is of
+      val now = log.commitStamp(v)
       if (!now.exists(_.sameFile(read))) {
-        val operation = now.flatMap(_ => scala.util.Try(log.readCommit(h.version)).toOption
+        val operation = now.flatMap(_ => scala.util.Try(log.readCommit(v)).toOption
           .flatMap(_.collectFirst { case c: CommitInfo => c.operation }.flatten)).getOrElse(if (now.isEmpty) "gone" else "?")
-        throw LogReplacedException(h.version, operation, s"read ${FileNames.deltaFile(log.logPath, h.version)} as " +
+        throw LogReplacedException(v, operation, s"read ${FileNames.deltaFile(log.logPath, v)} as " +
           s"$read, now ${now.fold("absent")(_.toString)}")
       }
     }

@@ -195,13 +195,13 @@ class CorruptLogSuite extends AnyFunSuite with LogTestSupport {
     assert(contentDigests(table) == before)
   }
 
-  test("writing to a table with writer version 4 fails naming it, without a new version") {
-    val table = handWrittenTable(Protocol(1, 4))
+  test("writing to a table with writer version 8 fails naming it, without a new version") {
+    val table = handWrittenTable(Protocol(1, 8))
     val snap = open(table).snapshot()
     ProtocolSupport.checkReadable(snap.protocol, table.toString) // readable
     val before = contentDigests(table)
     val e = intercept[UnsupportedProtocolException](append(open(table), add("b.parquet")))
-    assert(e.getMessage.contains("writer version 4"), e.getMessage)
+    assert(e.getMessage.contains("writer version 8"), e.getMessage)
     assert(contentDigests(table) == before)
     assert(latestVersion(table) == 0L)
   }

@@ -71,9 +71,11 @@ class ProtocolSupportSuite extends AnyFunSuite with LogTestSupport {
       Protocol(3, 7, Some(Set("deletionVectors", "columnMapping")),
         Some(Set("appendOnly", "invariants", "deletionVectors", "columnMapping"))))
     // an upgrade of a table already at 3 / 7 lists the feature in both lists; of a legacy table, reader 2 / writer 5
+    // (which implies every feature of writers 2 to 5, as delta-spark's merge lists them)
     val dv = Protocol(3, 7, Some(Set("deletionVectors")), Some(Set("appendOnly", "invariants", "deletionVectors")))
     assert(ProtocolSupport.merge(dv, Protocol(2, 5)) == Protocol(3, 7, Some(Set("deletionVectors", "columnMapping")),
-      Some(Set("appendOnly", "invariants", "checkConstraints", "deletionVectors", "columnMapping"))))
+      Some(Set("appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns",
+        "deletionVectors", "columnMapping"))))
     assert(ProtocolSupport.merge(Protocol(1, 2), Protocol(2, 5)) == Protocol(2, 5))
     assert(ProtocolSupport.merge(Protocol(2, 5), Protocol(2, 5)) == Protocol(2, 5))
     ProtocolSupport.checkWritable(Protocol(2, 5), metadata(configuration = mapped), "tbl")
@@ -120,9 +122,9 @@ class ProtocolSupportSuite extends AnyFunSuite with LogTestSupport {
       "tbl")
     assert(writeErr(Protocol(3, 7, Some(Set.empty), Some(Set("variantType", "variantShredding"))))
       .contains("variantShredding"))
-    assert(writeErr(Protocol(1, 4)).contains("writer version 4"))
     ProtocolSupport.checkWritable(Protocol(1, 5), metadata(), "tbl") // column mapping: written by physical name
-    assert(writeErr(Protocol(3, 7, Some(Set.empty), Some(Set("changeDataFeed")))).contains("changeDataFeed"))
+    assert(writeErr(Protocol(3, 7, Some(Set.empty), Some(Set("rowTracking")))).contains("rowTracking"))
+    assert(writeErr(Protocol(1, 7, None, Some(Set("futureWriterFeature")))).contains("futureWriterFeature"))
     assert(writeErr(Protocol(1, 8)).contains("writer version 8"))
     ProtocolSupport.checkReadable(Protocol(1, 1), "tbl")
     ProtocolSupport.checkWritable(Protocol(1, 1), metadata(), "tbl")
@@ -146,5 +148,51 @@ class ProtocolSupportSuite extends AnyFunSuite with LogTestSupport {
       Protocol(3, 7, Some(Set("timestampNtz")), Some(Set("appendOnly", "invariants", "timestampNtz", "checkConstraints"))))
     // Dropping the last constraint never downgrades.
     assert(ProtocolSupport.upgradeFor(Protocol(1, 3), metadata()) == Protocol(1, 3))
+  }
+
+  test("a table may support a feature it does not use: written as any other; once used, refused naming it") {
+    def writable(p: Protocol, m: Metadata): Unit = ProtocolSupport.checkWritable(p, m, "tbl")
+    def refused(p: Protocol, m: Metadata): String =
+      intercept[UnsupportedProtocolException](ProtocolSupport.checkWritable(p, m, "tbl")).getMessage
+    val generated = """{"type":"struct","fields":[{"name":"ts","type":"timestamp","nullable":true,"metadata":{}},""" +
+      """{"name":"d","type":"date","nullable":true,"metadata":{"delta.generationExpression":"CAST(ts AS DATE)"}}]}"""
+    val identity = """{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":""" +
+      """{"delta.identity.start":1,"delta.identity.step":1,"delta.identity.allowExplicitInsert":false}}]}"""
+    val cdf = metadata(configuration = Map("delta.enableChangeDataFeed" -> "true"))
+    // Legacy writer 4 (change data feed, generated columns) and 6 (identity columns): supported, not used.
+    Seq(Protocol(1, 4), Protocol(1, 6), Protocol(2, 6), Protocol(1, 7, None, Some(Set("changeDataFeed",
+      "generatedColumns", "identityColumns", "allowColumnDefaults", "icebergCompatV1")))).foreach(writable(_, metadata()))
+    Seq(Protocol(1, 4), Protocol(1, 7, None, Some(Set("changeDataFeed")))).foreach { p =>
+      val e = refused(p, cdf)
+      assert(e.contains("changeDataFeed") && e.contains("delta.enableChangeDataFeed"), e)
+    }
+    assert(refused(Protocol(1, 4), metadata(schema = generated)).contains("generatedColumns"))
+    assert(refused(Protocol(1, 6), metadata(schema = identity)).contains("identityColumns"))
+    // Another writer turned it on without upgrading the protocol: refused all the same.
+    assert(refused(Protocol(1, 2), cdf).contains("changeDataFeed"))
+    // Features Strata cannot write at all are refused whether used or not.
+    assert(refused(Protocol(1, 7, None, Some(Set("rowTracking"))), metadata()).contains("rowTracking"))
+    assert(refused(Protocol(3, 7, Some(Set("catalogManaged")), Some(Set("catalogManaged"))), metadata())
+      .contains("catalogManaged"))
+  }
+
+  test("features are found in the parsed schema at any depth, never by a name that looks like a type") {
+    def field(name: String, t: String) = s"""{"name":"$name","type":$t,"nullable":true,"metadata":{}}"""
+    def schema(fields: String*) = fields.mkString("""{"type":"struct","fields":[""", ",", "]}")
+    val nested = schema(field("a", """{"type":"array","elementType":{"type":"map","keyType":"string",""" +
+      """"valueType":"timestamp_ntz","valueContainsNull":true},"containsNull":true}"""))
+    assert(ProtocolSupport.minimumFor(metadata(schema = nested)).readerFeatures.exists(_("timestampNtz")))
+    val variantInStruct = schema(field("s", """{"type":"struct","fields":[""" + field("v", "\"variant\"") + "]}"))
+    assert(ProtocolSupport.minimumFor(metadata(schema = variantInStruct)).readerFeatures.exists(_("variantType")))
+    // Columns named after a type or a metadata key, and a comment quoting one, use nothing.
+    val lookalike = """{"type":"struct","fields":[{"name":"timestamp_ntz","type":"string","nullable":true,""" +
+      """"metadata":{"comment":"\"delta.generationExpression\" \"variant\""}},""" +
+      field("variant", "\"string\"") + "]}"
+    assert(ProtocolSupport.minimumFor(metadata(schema = lookalike)) == Protocol(1, 2))
+    val invariant = """{"type":"struct","fields":[{"name":"s","type":{"type":"struct","fields":[{"name":"x",""" +
+      """"type":"integer","nullable":true,"metadata":{"delta.invariants":"{\"expression\":{\"expression\":""" +
+      """\"x > 3\"}}"}}]},"nullable":true,"metadata":{}}]}"""
+    val e = intercept[UnsupportedProtocolException](ProtocolSupport.minimumFor(metadata(schema = invariant)))
+    assert(e.getMessage.contains("invariants"), e.getMessage)
   }
 }

@@ -68,7 +68,14 @@ class TablePropertiesSuite extends AnyFunSuite with LogTestSupport {
     assert(err("delta.minReaderVersion" -> "4").contains("must be one of 1, 2, 3"))
     assert(err("delta.minWriterVersion" -> "seven").contains("must be one of 1, 2, 3, 4, 5, 6, 7"))
     assert(req("delta.minWriterVersion" -> "5") == Some(Protocol(1, 5)))
-    assert(err("delta.minReaderVersion" -> "2").contains("column mapping"))
+    // Legacy versions stand for their features (reader 2: column mapping; writer 4 / 6: features a table may support
+    // without using them), as delta-spark takes them.
+    assert(req("delta.minReaderVersion" -> "2", "delta.minWriterVersion" -> "5") == Some(Protocol(2, 5)))
+    assert(req("delta.minWriterVersion" -> "4") == Some(Protocol(1, 4)))
+    assert(req("delta.feature.columnMapping" -> "supported") ==
+      Some(Protocol(2, 7, None, Some(Set("columnMapping")))))
+    assert(req("delta.feature.changeDataFeed" -> "supported") ==
+      Some(Protocol(1, 7, None, Some(Set("changeDataFeed")))))
     assert(err("delta.minReaderVersion" -> "3").contains("'delta.minWriterVersion'='7'"))
     // on a writer-7 table the reader version alone is enough; a lower writer version there is no request to refuse
     val features = Some(Protocol(1, 7, None, Some(Set("appendOnly"))))

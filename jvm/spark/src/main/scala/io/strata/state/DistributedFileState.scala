@@ -128,8 +128,10 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
     case None => fromCheckpoint // `NONE`: nothing kept; each query reconciles
     case Some(level) =>
       val log = TableLog.forPath(head.tablePath, hadoopConf)
-      StateCache.stateOf(spark.sparkContext, head.tablePath.toString, head.metadata.id, head.version,
-          head.segment.commitStamp, log.commitStamp) {
+      // The stamp is of the segment's last commit: the head's version (a head is read from one segment).
+      val stamp = head.segment.commitStamp.filter(_ => head.segment.version == head.version)
+      StateCache.stateOf(spark.sparkContext, head.tablePath.toString, head.metadata.id, head.version, stamp,
+          log.commitStamp) {
         (previous, persist) =>
           val from = previous.filter(p => p.depth < StateCache.MaxDepth &&
             p.version >= head.segment.checkpointVersion.getOrElse(-1L) && commitVersions.contains(p.version + 1))
@@ -137,7 +139,7 @@ final class DistributedFileState(spark: SparkSession, val head: SnapshotHead, ha
           if (persist) describing(s"$Reconciling ${head.tablePath} version ${head.version}") {
             try df.persist(level).count() catch { case e: Throwable => df.unpersist(); throw e }
           }
-          StateCache.Entry(spark.sparkContext, head.metadata.id, head.version, head.segment.commitStamp, df,
+          StateCache.Entry(spark.sparkContext, head.metadata.id, head.version, stamp, df,
             from.fold(0)(_.depth + 1))
       }
   }
