@@ -75,5 +75,5 @@ def test_column_mapped_partition_column_with_a_dot(spark: SparkSession, peer: Pe
     ])
     rows = spark.read.format("strata").load(str(mine)).where("`p.art` = 'x'").select("the key").collect()
     assert sorted(r[0] for r in rows) == [1, 11]
-    cols = ["the key", "p.art", "val"]
-    assert delta_rs_tuples(mine, cols) == strata_tuples(spark, mine, cols)
+    ours = sorted((tuple(r) for r in spark.read.format("strata").load(str(mine)).collect()), key=repr)
+    assert delta_rs_tuples(mine, ["the key", "p.art", "val"]) == ours

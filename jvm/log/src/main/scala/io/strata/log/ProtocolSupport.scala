@@ -23,9 +23,10 @@ object ProtocolSupport {
   private def legacyWriterFeatures(writerVersion: Int): Set[String] = TableFeatures.impliedBy(1, writerVersion)
 
   /**
-   * The protocol a new table with this metadata needs: reader 1 / writer 2 unless a feature it uses asks more (legacy
-   * versions while every feature used has them, else table features). Refused when it uses a feature Strata cannot
-   * write ([[refusal]]).
+   * The protocol a new table with this metadata needs, as delta-spark 4.4 chooses it: reader 1 / writer 2, or writer
+   * 3 for CHECK constraints; any other feature it uses makes it a table-features protocol (writer 7, with the legacy
+   * writer features; reader 3 with reader features, or 2 for column mapping alone). Refused when it uses a feature
+   * Strata cannot write ([[refusal]]).
    */
   def minimumFor(metadata: Metadata): Protocol = {
     refusal(metadata).foreach(msg => throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL", msg))
@@ -34,14 +35,13 @@ object ProtocolSupport {
     // Features without legacy versions, with reader rules (PROTOCOL.md: both lists name them) or writer-only.
     val features = used.filter(f => f.legacy.isEmpty && f.readerWriter).map(_.name).toSet
     val writerOnly = used.filter(f => f.legacy.isEmpty && !f.readerWriter).map(_.name).toSet
-    val mapped = used.contains(TableFeatures.ColumnMappingFeature) // reader 2 / writer 5, or the listed feature
+    val mapped = used.contains(TableFeatures.ColumnMappingFeature) // legacy reader 2, listed beside writer 7
     val mapping = if (mapped) Set(TableFeatures.ColumnMappingFeature.name) else Set.empty[String]
     if (features.nonEmpty) {
       val all = features ++ mapping
       Protocol(3, 7, Some(all), Some(legacyWriterFeatures(legacyWriter) ++ all ++ writerOnly))
-    } else if (mapped && writerOnly.isEmpty) Protocol(2, 5)
-    else if (mapped) Protocol(2, 7, None, Some(legacyWriterFeatures(legacyWriter) ++ mapping ++ writerOnly))
-    else if (writerOnly.nonEmpty) Protocol(1, 7, None, Some(legacyWriterFeatures(legacyWriter) ++ writerOnly))
+    } else if (mapped || writerOnly.nonEmpty)
+      Protocol(if (mapped) 2 else 1, 7, None, Some(legacyWriterFeatures(legacyWriter) ++ mapping ++ writerOnly))
     else Protocol(1, legacyWriter)
   }
 
@@ -85,7 +85,10 @@ object ProtocolSupport {
     val covered = needed.minReaderVersion <= current.minReaderVersion &&
       readerFeatures(needed).subsetOf(readerFeatures(current)) &&
       writerFeatures(needed).subsetOf(writerFeatures(current)) &&
-      (current.supportsWriterFeatures || needed.minWriterVersion <= current.minWriterVersion)
+      // A listed feature a legacy protocol implies is covered by it (delta-spark keeps writer 6 for
+      // delta.feature.changeDataFeed); a legacy request of a higher version raises the version.
+      (current.supportsWriterFeatures || needed.supportsWriterFeatures ||
+        needed.minWriterVersion <= current.minWriterVersion)
     if (covered) current
     else if (needed.supportsWriterFeatures || current.supportsWriterFeatures) {
       val reader = math.max(current.minReaderVersion, needed.minReaderVersion)

@@ -203,7 +203,7 @@ object TableProperties {
     Some(if (w >= 7 || features.nonEmpty) {
       val rv = (readerFeatures.map(_.versions._1) + r).max
       Protocol(rv, 7, if (rv >= 3) Some(readerFeatures.map(_.name)) else None, Some(features))
-    } else Protocol(r, w))
+    } else FeatureDrop.normalized(TableFeatures.impliedBy(r, w))) // (2, 2) is (1, 2), as delta-spark takes it
   }
 
   /**

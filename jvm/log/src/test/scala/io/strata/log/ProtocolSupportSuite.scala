@@ -64,9 +64,14 @@ class ProtocolSupportSuite extends AnyFunSuite with LogTestSupport {
       Protocol(1, 2))
   }
 
-  test("delta.columnMapping.mode asks for reader 2 / writer 5, or the columnMapping feature beside other features") {
+  test("delta.columnMapping.mode asks for reader 2 / writer 7 with columnMapping, as delta-spark 4.4 creates it") {
     val mapped = Map("delta.columnMapping.mode" -> "name")
-    assert(ProtocolSupport.minimumFor(metadata(configuration = mapped)) == Protocol(2, 5))
+    assert(ProtocolSupport.minimumFor(metadata(configuration = mapped)) ==
+      Protocol(2, 7, None, Some(Set("appendOnly", "invariants", "columnMapping"))))
+    // On a CHECK-constrained legacy table (writer 3): its features listed too (delta-spark's ALTER gives the same).
+    assert(ProtocolSupport.upgradeFor(Protocol(1, 3), metadata(configuration = mapped +
+      ("delta.constraints.pos" -> "id > 0"))) ==
+      Protocol(2, 7, None, Some(Set("appendOnly", "invariants", "checkConstraints", "columnMapping"))))
     assert(ProtocolSupport.minimumFor(metadata(configuration = mapped + ("delta.enableDeletionVectors" -> "true"))) ==
       Protocol(3, 7, Some(Set("deletionVectors", "columnMapping")),
         Some(Set("appendOnly", "invariants", "deletionVectors", "columnMapping"))))

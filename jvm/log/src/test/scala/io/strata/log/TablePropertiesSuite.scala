@@ -67,11 +67,13 @@ class TablePropertiesSuite extends AnyFunSuite with LogTestSupport {
     assert(err("delta.feature.appendOnly" -> "disabled").contains("it must be 'supported'"))
     assert(err("delta.minReaderVersion" -> "4").contains("must be one of 1, 2, 3"))
     assert(err("delta.minWriterVersion" -> "seven").contains("must be one of 1, 2, 3, 4, 5, 6, 7"))
-    assert(req("delta.minWriterVersion" -> "5") == Some(Protocol(1, 5)))
+    assert(req("delta.minWriterVersion" -> "5") == Some(Protocol(1, 4))) // no more than writer 4 without reader 2
     // Legacy versions stand for their features (reader 2: column mapping; writer 4 / 6: features a table may support
     // without using them), as delta-spark takes them.
     assert(req("delta.minReaderVersion" -> "2", "delta.minWriterVersion" -> "5") == Some(Protocol(2, 5)))
     assert(req("delta.minWriterVersion" -> "4") == Some(Protocol(1, 4)))
+    // Reader 2 without writer 5 implies nothing more than (1, 2): delta-spark normalizes it so.
+    assert(req("delta.minReaderVersion" -> "2", "delta.minWriterVersion" -> "2") == Some(Protocol(1, 2)))
     assert(req("delta.feature.columnMapping" -> "supported") ==
       Some(Protocol(2, 7, None, Some(Set("columnMapping")))))
     assert(req("delta.feature.changeDataFeed" -> "supported") ==

@@ -5,10 +5,11 @@ import java.util
 import io.strata.config.{WriteConf, WriteEntry}
 import io.strata.log.TableLog
 import io.strata.optimize.AutoCompaction
+import io.strata.table.ColumnNames
 import io.strata.write.{TableDefinition, TableWrite}
 import io.strata.write.v2.StrataWrite
 import org.apache.spark.sql.connector.catalog.{StagedTable, SupportsWrite, TableCapability, TableCatalog}
-import org.apache.spark.sql.connector.expressions.{Expressions, Transform}
+import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.connector.write.{LogicalWriteInfo, SupportsTruncate, Write, WriteBuilder}
 import org.apache.spark.sql.types.StructType
 
@@ -28,7 +29,7 @@ final class StagedStrataTable(log: TableLog, tableName: String, definition: Tabl
   override def name(): String = tableName
   override def schema(): StructType = definition.schema
   override def partitioning(): Array[Transform] =
-    definition.partitionColumns.map(c => Expressions.identity(c): Transform).toArray
+    definition.partitionColumns.map(ColumnNames.identity).toArray
   override def properties(): util.Map[String, String] =
     (definition.properties + (TableCatalog.PROP_PROVIDER -> "strata")).asJava
   override def capabilities(): util.Set[TableCapability] =

@@ -10,14 +10,14 @@ import io.strata.read.{DistributedFileIndex, DistributedScanIndex, FileColumn, R
   SnapshotReader, StrataScanBuilder}
 import io.strata.state.DistributedFileState
 import io.strata.read.streaming.StrataStreamScan
-import io.strata.table.{TableSchema, V2PredicateSql}
+import io.strata.table.{ColumnNames, TableSchema, V2PredicateSql}
 import io.strata.write.StreamingBatch
 import io.strata.write.streaming.SinkProgress
 import io.strata.write.v2.{StrataStreamingWriteBuilder, StrataWriteBuilder}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.{MetadataColumn, SupportsDeleteV2, SupportsMetadataColumns, SupportsRead,
   SupportsRowLevelOperations, SupportsWrite, Table, TableCapability, TableCatalog}
-import org.apache.spark.sql.connector.expressions.{Expressions, Transform}
+import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.connector.expressions.filter.Predicate
 import org.apache.spark.sql.connector.read.streaming.ReportsSinkMetrics
 import org.apache.spark.sql.connector.write.{LogicalWriteInfo, RowLevelOperationBuilder, RowLevelOperationInfo,
@@ -53,7 +53,7 @@ final class StrataV2Table(val tableName: String, base: Either[SnapshotHead, Snap
   override def name(): String = tableName
   override def schema(): StructType = io.strata.table.PhysicalSchema.strip(table.schema) // users see no mapping keys
   override def partitioning(): Array[Transform] =
-    (table.partitionColumns.map(c => Expressions.identity(c): Transform) ++ clustering).toArray
+    (table.partitionColumns.map(ColumnNames.identity) ++ clustering).toArray
   /**
    * A clustered table shows its columns as delta-spark's does (DESCRIBE's "# Clustering Information"). From the head:
    * Spark asks for the partitioning while it analyzes an INSERT, which must not build the file state.

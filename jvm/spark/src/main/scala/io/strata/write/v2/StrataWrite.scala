@@ -2,6 +2,7 @@ package io.strata.write.v2
 
 import io.strata.config.DistributionMode
 import io.strata.log.TableLog
+import io.strata.table.ColumnNames
 import io.strata.write.{JobFiles, ReplaceWhereFiles, RowAlignment, StreamingBatch, TableWrite, WriteMode}
 import io.strata.write.streaming.{SinkProgress, StreamingWrites}
 import org.apache.spark.sql.SparkSession
@@ -35,14 +36,14 @@ final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: Table
   private val maxOpenFiles = conf.maxOpenFiles
   private val targetFileSize = conf.targetFileSizeBytes
   private def partitionSort = partitionColumns.map(c =>
-    Expressions.sort(Expressions.column(c), SortDirection.ASCENDING, NullOrdering.NULLS_FIRST)).toArray
+    Expressions.sort(ColumnNames.reference(c), SortDirection.ASCENDING, NullOrdering.NULLS_FIRST)).toArray
 
   override def description(): String = s"Strata(${log.tablePath}, ${mode.name})"
 
   override def requiredDistribution(): Distribution = distributionMode match {
     case _ if partitionColumns.isEmpty => Distributions.unspecified()
     case DistributionMode.None => Distributions.unspecified()
-    case DistributionMode.Hash => Distributions.clustered(partitionColumns.map(c => Expressions.column(c): Expression).toArray)
+    case DistributionMode.Hash => Distributions.clustered(partitionColumns.map(c => ColumnNames.reference(c): Expression).toArray)
     case DistributionMode.Range => Distributions.ordered(partitionSort)
   }
 
