@@ -29,6 +29,7 @@ from strata.errors import (
     ConcurrentModificationError,
     ConstraintViolationError,
     CorruptLogError,
+    MissingLogFileError,
     InvalidOptionError,
     MergeCardinalityError,
     ProtocolError,
@@ -80,6 +81,7 @@ __all__ = [
     "TableExistsError",
     "ProtocolError",
     "CorruptLogError",
+    "MissingLogFileError",
 ]
 
 CATALOG_CLASS = "io.strata.catalog.StrataCatalog"

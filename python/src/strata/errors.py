@@ -42,6 +42,7 @@ __all__ = [
     "TableExistsError",
     "ProtocolError",
     "CorruptLogError",
+    "MissingLogFileError",
     "translate",
     "translate_exception",
 ]
@@ -152,7 +153,12 @@ class ProtocolError(StrataError):
 
 
 class CorruptLogError(StrataError):
-    """The table's log is unreadable: a corrupt or missing commit or checkpoint, or a malformed action."""
+    """The table's log is unreadable: a corrupt commit or checkpoint, or a malformed action."""
+
+
+class MissingLogFileError(StrataError):
+    """A log file the table needs is not there (a commit deleted, or a log put back from an older copy): missing, not
+    corrupt (JVM ``MissingLogFileException``)."""
 
 
 # Every condition of the connector's io/strata/error-conditions.json (tests/test_errors.py checks that none is
@@ -185,6 +191,7 @@ _BY_CONDITION: dict[str, type[StrataError]] = {
         "STRATA_CORRUPT_LOG", "STRATA_MALFORMED_ACTION", "STRATA_CORRUPT_DELETION_VECTOR",
         "STRATA_INVALID_SOURCE_OFFSET",
     ], CorruptLogError),
+    "STRATA_LOG_FILE_MISSING": MissingLogFileError,
     **dict.fromkeys([
         "STRATA_NOT_A_TABLE_LOCATION", "STRATA_MISSING_METADATA", "STRATA_INVALID_PARTITIONING",
         "STRATA_COLUMN_ALREADY_EXISTS", "STRATA_COLUMN_NOT_FOUND", "STRATA_UNSUPPORTED_ALTER", "STRATA_APPEND_ONLY",

@@ -32,6 +32,8 @@ object SparkErrors {
     extends l.MalformedActionException(c, p, t) with Condition
   final class CorruptLogException(c: String, p: Params, t: Throwable)
     extends l.CorruptLogException(c, p, t) with Condition
+  final class MissingLogFileException(c: String, p: Params, t: Throwable)
+    extends l.MissingLogFileException(c, p, t) with Condition
   final class UnsupportedProtocolException(c: String, p: Params, t: Throwable)
     extends l.UnsupportedProtocolException(c, p, t) with Condition
   final class TableNotFoundException(c: String, p: Params, t: Throwable)
@@ -69,6 +71,7 @@ object SparkErrors {
     l.StrataException -> (new StrataException(_, _, _)),
     l.MalformedActionException -> (new MalformedActionException(_, _, _)),
     l.CorruptLogException -> (new CorruptLogException(_, _, _)),
+    l.MissingLogFileException -> (new MissingLogFileException(_, _, _)),
     l.UnsupportedProtocolException -> (new UnsupportedProtocolException(_, _, _)),
     l.TableNotFoundException -> (new TableNotFoundException(_, _, _)),
     l.TableAlreadyExistsException -> (new TableAlreadyExistsException(_, _, _)),

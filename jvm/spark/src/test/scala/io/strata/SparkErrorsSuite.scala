@@ -32,6 +32,7 @@ class SparkErrorsSuite extends AnyFunSuite with SparkTestSession {
       l.StrataException -> classOf[l.StrataException],
       l.MalformedActionException -> classOf[l.MalformedActionException],
       l.CorruptLogException -> classOf[l.CorruptLogException],
+      l.MissingLogFileException -> classOf[l.MissingLogFileException],
       l.UnsupportedProtocolException -> classOf[l.UnsupportedProtocolException],
       l.TableNotFoundException -> classOf[l.TableNotFoundException],
       l.TableAlreadyExistsException -> classOf[l.TableAlreadyExistsException],

@@ -49,7 +49,7 @@ private[log] final class ConflictChecker(
     var more = to.forall(from <= _)
     while (more) {
       val actions = if (v == from && first.isDefined) first
-        else try Some(log.readCommit(v)) catch { case _: CorruptLogException if to.isEmpty && v > from => None }
+        else try Some(log.readCommit(v)) catch { case _: MissingLogFileException if to.isEmpty && v > from => None }
       actions match {
         case Some(winner) =>
           outcome = check(v, winner).getOrElse(Checked(v))

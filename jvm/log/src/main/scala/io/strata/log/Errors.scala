@@ -43,6 +43,14 @@ class CorruptLogException(c: String, p: Map[String, String], t: Throwable) exten
 object CorruptLogException extends ErrorKind[CorruptLogException](new CorruptLogException(_, _, _))
 
 /** The table needs a protocol version or feature this Strata does not implement. */
+/**
+ * A log file that must be there is not (a commit deleted, a log cleaned up or put back from an older copy): missing,
+ * not corrupt. Readers that expect files to go away (a version read back after a failed put, a commit cleaned up
+ * while it was read) catch this one alone; malformed content stays a [[CorruptLogException]].
+ */
+class MissingLogFileException(c: String, p: Map[String, String], t: Throwable) extends StrataException(c, p, t)
+object MissingLogFileException extends ErrorKind[MissingLogFileException](new MissingLogFileException(_, _, _))
+
 class UnsupportedProtocolException(c: String, p: Map[String, String], t: Throwable) extends StrataException(c, p, t)
 object UnsupportedProtocolException
   extends ErrorKind[UnsupportedProtocolException](new UnsupportedProtocolException(_, _, _))

@@ -9,13 +9,13 @@ import scala.util.control.NonFatal
 
 /**
  * Reading the log's own small files: a commit's actions (every line must parse: a log with a damaged commit is
- * corrupt, named with the file, version and line) and the `_last_checkpoint` hint (a damaged or missing hint is only
+ * corrupt, named with the file, version and line; a commit that is not there is missing, [[MissingLogFileException]]) and the `_last_checkpoint` hint (a damaged or missing hint is only
  * a missing shortcut: the listing finds the checkpoints).
  */
 private[log] object LogFileReads {
   def commit(store: LogStore, version: Long, path: Path): Seq[Action] = {
     val lines = try store.read(path) catch {
-      case e: FileNotFoundException => throw CorruptLogException("STRATA_CORRUPT_LOG",
+      case e: FileNotFoundException => throw MissingLogFileException("STRATA_LOG_FILE_MISSING",
         s"Commit file $path of version $version is missing.", e)
     }
     if (lines.isEmpty) throw CorruptLogException("STRATA_CORRUPT_LOG",

@@ -282,7 +282,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
           s"missing or incomplete, and commit file $gone needed to rebuild the table without it is gone"
         case None => s"commit file $gone is missing"
       }
-      throw CorruptLogException("STRATA_CORRUPT_LOG", s"Cannot rebuild version $version of $tablePath: $why.")
+      throw MissingLogFileException("STRATA_LOG_FILE_MISSING", s"Cannot rebuild version $version of $tablePath: $why.")
     }
     var firstFailure: Option[CorruptLogException] = None
     routes.iterator.map { cp =>

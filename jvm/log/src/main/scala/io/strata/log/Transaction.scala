@@ -305,7 +305,7 @@ final class Transaction private[log] (val log: TableLog, snapshot: Option[Snapsh
 
   /** Version `version`'s actions after an ambiguous or refused put, None when it cannot be read. */
   private def readBack(version: Long): Option[Seq[Action]] =
-    try Some(log.readCommit(version)) catch { case _: CorruptLogException => None }
+    try Some(log.readCommit(version)) catch { case _: MissingLogFileException => None }
 
   /** Whether a commit's actions are this transaction's (its txnId in commitInfo). */
   private def holdsThis(actions: Seq[Action]): Boolean =

@@ -89,18 +89,21 @@ class CorruptLogSuite extends AnyFunSuite with LogTestSupport {
     assert(loadFails[CorruptLogException](table).getMessage.contains(name(3)))
   }
 
-  test("a missing commit in the middle names the missing file") {
+  test("a missing commit in the middle names the missing file: missing (its own condition), not corrupt") {
     val table = buildTable(5)
     Files.delete(deltaFile(table, 3))
-    val e = loadFails[CorruptLogException](table)
+    val e = loadFails[MissingLogFileException](table)
     assert(e.getMessage.contains(name(3)), e.getMessage)
-    assert(e.getMessage.contains("missing"))
-    val e2 = loadFails[CorruptLogException](table, _.snapshotAt(4))
+    assert(e.getMessage.contains("missing") && e.getCondition == "STRATA_LOG_FILE_MISSING")
+    assert(!e.isInstanceOf[CorruptLogException])
+    // read on its own, the commit is missing too
+    assert(intercept[MissingLogFileException](open(table).readCommit(3)).getMessage.contains(name(3)))
+    val e2 = loadFails[MissingLogFileException](table, _.snapshotAt(4))
     assert(e2.getMessage.contains(name(3)))
     assert(open(table).snapshotAt(2).files.map(_.path).toSet == expectedFiles(2))
     // a writer cannot commit on top of a broken log either, and writes nothing
     val before = contentDigests(table)
-    intercept[CorruptLogException](append(open(table), add("new.parquet")))
+    intercept[MissingLogFileException](append(open(table), add("new.parquet")))
     assert(contentDigests(table) == before)
   }
 
@@ -110,7 +113,7 @@ class CorruptLogSuite extends AnyFunSuite with LogTestSupport {
     assert(new String(Files.readAllBytes(logDir(table).resolve("_last_checkpoint")), UTF_8).contains("\"version\":10"))
     deleteWithCrc(checkpointFile(table, 10))
     (0 to 9).foreach(v => Files.delete(deltaFile(table, v)))
-    val e = loadFails[CorruptLogException](table)
+    val e = loadFails[MissingLogFileException](table)
     assert(e.getMessage.contains(cpName(10)), e.getMessage)
   }
 
@@ -135,7 +138,7 @@ class CorruptLogSuite extends AnyFunSuite with LogTestSupport {
     assert(snap.files.map(_.path).toSet == expectedFiles(12))
     // with a real gap as well, the error is about the gap, not about the hint
     Files.delete(deltaFile(table, 11))
-    val e = loadFails[CorruptLogException](table)
+    val e = loadFails[MissingLogFileException](table)
     assert(e.getMessage.contains(name(11)), e.getMessage)
     // a hint that points at a version that never existed is ignored just the same
     Files.write(hint, """{"version":99,"size":3}""".getBytes(UTF_8))

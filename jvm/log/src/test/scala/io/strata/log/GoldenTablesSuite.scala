@@ -132,6 +132,7 @@ class GoldenTablesSuite extends AnyFunSuite with LogTestSupport {
       } catch {
         case e: UnsupportedProtocolException => Left(e)
         case e: CorruptLogException => Left(e)
+        case e: MissingLogFileException => Left(e)
         case e: TableNotFoundException => Left(e)
         // anything else (including other StrataExceptions, NPE, MatchError, ...) fails the test here
       }
@@ -168,7 +169,7 @@ class GoldenTablesSuite extends AnyFunSuite with LogTestSupport {
               val features = protocols.flatMap(p => p.readerFeatures.getOrElse(Set.empty) ++
                 p.writerFeatures.getOrElse(Set.empty))
               features.exists(msg.contains) || """(reader|writer) version \d+""".r.findFirstIn(msg).isDefined
-            case _: CorruptLogException =>
+            case _: CorruptLogException | _: MissingLogFileException =>
               logFiles(logDir).exists(f => msg.contains(f)) || """\d{20}\.(json|checkpoint)""".r.findFirstIn(msg).isDefined ||
                 """version \d+""".r.findFirstIn(msg).isDefined
             case _: TableNotFoundException => msg.contains(new Path(dir.toUri).toUri.getPath.stripSuffix("/"))

@@ -108,7 +108,7 @@ class MultiPartCheckpointSuite extends AnyFunSuite with LogTestSupport {
     // and without commit 0 either, the error names the incomplete checkpoint _last_checkpoint promised
     Files.delete(deltaFile(table, 0))
     SnapshotCache.invalidate(log.tablePath.toString)
-    val e = intercept[CorruptLogException](TableLog.forPath(hpath(table), newConf()).snapshot())
+    val e = intercept[MissingLogFileException](TableLog.forPath(hpath(table), newConf()).snapshot())
     assert(e.getMessage.contains("named by _last_checkpoint is missing or incomplete"), e.getMessage)
   }
 

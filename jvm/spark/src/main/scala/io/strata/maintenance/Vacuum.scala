@@ -115,7 +115,7 @@ object Vacuum {
   private def checkpointedTombstones(log: TableLog, snapshot: Snapshot, cutoff: Long): Seq[RemoveFile] =
     snapshot.segment.checkpointVersion.toSeq.flatMap { cp =>
       log.commitTimestamps().collect { case (v, ts) if v <= cp && ts >= cutoff => v }.flatMap { v =>
-        try log.readCommit(v) catch { case _: CorruptLogException => Nil } // cleaned up since: nothing to add
+        try log.readCommit(v) catch { case _: MissingLogFileException => Nil } // cleaned up since: nothing to add
       }.collect { case r: RemoveFile if r.deletionTimestamp.getOrElse(0L) >= cutoff => r }
     }
 }

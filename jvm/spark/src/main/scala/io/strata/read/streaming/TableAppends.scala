@@ -1,10 +1,9 @@
 package io.strata.read.streaming
 
-import io.strata.log.{AddFile, CommitChanges, CorruptLogException, InvalidTableOperationException, Metadata,
+import io.strata.log.{AddFile, CommitChanges, InvalidTableOperationException, Metadata, MissingLogFileException,
   ProtocolSupport, StreamSourceChangeException, TableLog}
 import io.strata.table.TableSchema
 
-import java.io.FileNotFoundException
 import java.time.{Instant, ZoneId}
 import java.time.format.DateTimeFormatter
 import scala.collection.mutable
@@ -207,7 +206,7 @@ final class TableAppends(log: TableLog, tableName: String, read: Metadata, skipC
 
   private def commit(version: Long): CommitChanges = commits.getOrElse(version, {
     val actions = try log.readCommit(version) catch {
-      case e: CorruptLogException if e.getCause.isInstanceOf[FileNotFoundException] =>
+      case _: MissingLogFileException =>
         throw StreamSourceChangeException("STRATA_STREAM_SOURCE_CHANGE",
           s"The stream of $tableName needs version $version, whose commit is no " +
           "longer in the log (log cleanup keeps delta.logRetentionDuration of history). Start a new query from a " +
