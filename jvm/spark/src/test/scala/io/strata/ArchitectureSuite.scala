@@ -10,7 +10,8 @@ import scala.jdk.CollectionConverters._
  * The layout's rules (docs/architecture.md), checked on the main sources of both modules read as text
  * ([[ScalaSources]]): (a) the log core (jvm/log) names no Spark class; (b) the packages io.strata.* form no cycle;
  * (c) only the forwarder package org.apache.spark.sql.strata touches Spark internals; (d) no production source
- * carries a test hook (`strata.test.` settings). Each failure lists every offending place, file and line, and says
+ * carries a test hook (`strata.test.` settings); (e) whether a protocol has a table feature is asked of the feature
+ * registry (io.strata.log.TableFeatures) only. Each failure lists every offending place, file and line, and says
  * what to do.
  */
 class ArchitectureSuite extends AnyFunSuite {
@@ -103,6 +104,16 @@ class ArchitectureSuite extends AnyFunSuite {
       ".impl; jvm/testkit, also packaged for pytest's child drivers), a Hadoop file system (the test's " +
       "io.strata.write.FaultInjectingFileSystem, plugged in by fs.file.impl), or Spark's own task and listener APIs.")
   }
+
+  test("(e) a protocol's feature lists are queried by the feature registry and the protocol rules only") {
+    val offenders = (logCore ++ connector).filterNot(s => FeatureRuleFiles(new java.io.File(s.file).getName))
+      .flatMap(_.uses(FeatureCheck)).sortBy(u => (u.file, u.line))
+    if (offenders.nonEmpty) fail(s"${offenders.size} feature check(s) outside the registry:\n" +
+      offenders.mkString("  ", "\n  ", "\n") + "Whether a table has a feature is one question with one answer " +
+      "(listed, or implied by legacy protocol versions; for readers or for writers): ask the feature's entry in " +
+      "io.strata.log.TableFeatures (supportedBy for writers, readBy for readers, isUsedBy for the metadata), or add " +
+      "the query there.")
+  }
 }
 
 object ArchitectureSuite {
@@ -112,6 +123,11 @@ object ArchitectureSuite {
   val SparkName = """(?<![\w$])(org\.apache\.spark)(?![\w$])""".r
   val ClassicName = """(?<![\w$])(org\.apache\.spark\.sql\.classic)(?![\w$])""".r
   val InternalCall = """\.\s*(sessionState|sharedState)(?![\w$])""".r
+  /** A membership test on a protocol's feature lists (reading them whole, to write or show them, is no check). */
+  val FeatureCheck = """(?<![\w$])((?:reader|writer)Features\s*\.\s*(?:exists|contains|forall|find|filter|getOrElse))""".r
+  /** The feature registry and the protocol rules built on it: the files that may query the lists. */
+  val FeatureRuleFiles = Set("TableFeatures.scala", "TableFeature.scala", "ProtocolSupport.scala", "FeatureDrop.scala",
+    "TableProperties.scala")
 
   def isClassic(name: String): Boolean =
     name == "org.apache.spark.sql.classic" || name.startsWith("org.apache.spark.sql.classic.")

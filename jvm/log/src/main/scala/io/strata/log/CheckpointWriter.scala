@@ -96,8 +96,7 @@ object CheckpointWriter {
    * checkpoints (the `v2Checkpoint` feature, `delta.checkpointPolicy = v2`).
    */
   def formatWithoutFiles(p: Protocol, m: Metadata, typedPartitions: => Boolean): Option[Checkpoints.Format] = {
-    if (p.writerFeatures.exists(_(V2Checkpoints.Feature)) ||
-      m.configuration.get(V2Checkpoints.PolicyKey).exists(_.trim.equalsIgnoreCase("v2"))) None
+    if (TableFeatures.V2Checkpoint.supportedBy(p) || TableFeatures.V2Checkpoint.isUsedBy(m)) None
     else {
       val structs = if (writesStructs(m)) Some(CheckpointStructs.forTable(m, typedPartitions)) else None
       Some(Checkpoints.Format(structs, statsAsJson = flag(m, CheckpointStructs.WriteStatsAsJsonKey, default = true)))

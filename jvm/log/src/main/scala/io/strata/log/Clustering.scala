@@ -30,7 +30,7 @@ object Clustering {
   /** The protocol a clustered table needs at least (writer version 7 with both features). */
   val protocol: Protocol = Protocol(1, 7, None, Some(Set(Feature, DomainWrites.Feature)))
 
-  def supported(p: Protocol): Boolean = p.writerFeatures.exists(_(Feature))
+  def supported(p: Protocol): Boolean = TableFeatures.ClusteringFeature.supportedBy(p)
 
   /** The clustering columns (physical paths) of a table; None when it has no clustering domain. */
   def columns(domains: Map[String, DomainMetadata]): Option[Seq[Seq[String]]] =

@@ -17,7 +17,7 @@ private[log] object InCommitTimestamps {
   def enabled(m: Metadata): Boolean = m.configuration.get(EnableKey).exists(_.trim.equalsIgnoreCase("true"))
 
   /** Whether commits to a table with this protocol and metadata must carry in-commit timestamps. */
-  def active(p: Protocol, m: Metadata): Boolean = enabled(m) && p.writerFeatures.exists(_(Feature))
+  def active(p: Protocol, m: Metadata): Boolean = enabled(m) && TableFeatures.InCommitTimestamp.supportedBy(p)
 
   /**
    * The in-commit timestamp of a commit at `version`, attempted at `now`: one millisecond after the previous commit's

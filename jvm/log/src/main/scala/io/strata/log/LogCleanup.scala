@@ -104,7 +104,7 @@ object LogCleanup {
    * (0, nothing protected, when unset).
    */
   def protectedBefore(s: SnapshotHead): Option[Long] =
-    if (!s.protocol.writerFeatures.exists(_(ProtectionFeature))) None
+    if (!TableFeatures.CheckpointProtection.supportedBy(s.protocol)) None
     else Some(s.metadata.configuration.get(ProtectedBeforeKey).flatMap(_.trim.toLongOption).getOrElse(0L))
 
   /** The version below which everything goes, when some complete checkpoint qualifies (see the class comment). */

@@ -153,5 +153,5 @@ object ProtocolSupport {
    * read the deleted rows back, so such a table is changed copy-on-write (as delta-spark does).
    */
   def deletionVectorsWritable(p: Protocol, m: Metadata): Boolean = deletionVectorsEnabled(m) &&
-    p.readerFeatures.exists(_("deletionVectors")) && p.writerFeatures.exists(_("deletionVectors"))
+    TableFeatures.DeletionVectors.readBy(p) && TableFeatures.DeletionVectors.supportedBy(p)
 }

@@ -30,7 +30,7 @@ final case class SnapshotHead(
   def timestamp: Long = segment.lastCommitTimestamp
   def absolutePath(actionPath: String): Path = Snapshot.absolutePath(tablePath, actionPath)
   /** Whether its checkpoint is classic Parquet parts (what a distributed replay reads), not V2 (sidecars, JSON). */
-  def classicCheckpoint: Boolean = !protocol.readerFeatures.exists(_(V2Checkpoints.Feature))
+  def classicCheckpoint: Boolean = !TableFeatures.V2Checkpoint.readBy(protocol)
 }
 
 object SnapshotHead {

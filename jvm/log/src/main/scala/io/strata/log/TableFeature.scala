@@ -49,6 +49,22 @@ final class TableFeature(
   /** Whether a legacy protocol (`reader`, `writer` below 7) implies the feature: both its versions reach the feature's. */
   def impliedBy(reader: Int, writer: Int): Boolean = legacy.exists { case (r, w) => reader >= r && writer >= w }
 
+  /**
+   * Whether a writer of `p` must follow the feature (PROTOCOL.md, "Supported Features"): in its writer features, or
+   * implied by its legacy versions.
+   */
+  def supportedBy(p: Protocol): Boolean =
+    if (p.supportsWriterFeatures) p.writerFeatures.exists(_(name)) else impliedBy(p.minReaderVersion, p.minWriterVersion)
+
+  /**
+   * Whether a reader of `p` must follow the feature's reader rules: in its reader features (reader version 3), or
+   * implied by its legacy versions (column mapping at reader 2).
+   */
+  def readBy(p: Protocol): Boolean = readerWriter && (
+    if (p.minReaderVersion >= 3) p.readerFeatures.exists(_(name))
+    else legacy.exists { case (r, _) => p.minReaderVersion >= r && (p.supportsWriterFeatures ||
+      impliedBy(p.minReaderVersion, p.minWriterVersion)) })
+
   override def toString: String = name
 }
 

@@ -114,10 +114,12 @@ object TableFeatures {
   /** The features a legacy protocol (reader 1-2, writer 1-6) implies. */
   def impliedBy(reader: Int, writer: Int): Set[String] = all.filter(_.impliedBy(reader, writer)).map(_.name).toSet
 
+  /** The feature names a protocol lists (reader and writer lists), none implied. */
+  def listedBy(p: Protocol): Set[String] = p.readerFeatures.getOrElse(Set.empty) ++ p.writerFeatures.getOrElse(Set.empty)
+
   /** Every feature a protocol supports: listed (reader and writer lists), or implied by its legacy versions. */
   def supportedBy(p: Protocol): Set[String] =
-    if (p.supportsWriterFeatures) p.writerFeatures.getOrElse(Set.empty) ++ p.readerFeatures.getOrElse(Set.empty)
-    else impliedBy(p.minReaderVersion, p.minWriterVersion)
+    if (p.supportsWriterFeatures) listedBy(p) else impliedBy(p.minReaderVersion, p.minWriterVersion)
 
   /** The features `m` uses. */
   def usedBy(m: Metadata): Seq[TableFeature] = all.filter(_.isUsedBy(m))

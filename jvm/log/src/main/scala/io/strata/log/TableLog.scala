@@ -379,7 +379,7 @@ final class TableLog private (val tablePath: Path, val store: LogStore, val conf
   def writeCheckpoint(snapshot: Snapshot): WrittenCheckpoint = {
     val retentionMs = TableLog.tombstoneRetentionMillis(snapshot.metadata.configuration)
     // PROTOCOL.md, "V2 Checkpoint Table Feature": such a table must not use multi-part checkpoints (classic ones do).
-    val partSize = if (snapshot.protocol.writerFeatures.exists(_(V2Checkpoints.Feature))) Long.MaxValue
+    val partSize = if (TableFeatures.V2Checkpoint.supportedBy(snapshot.protocol)) Long.MaxValue
       else CheckpointWriter.partSize(conf)
     CheckpointWriter.write(this, snapshot, partSize, System.currentTimeMillis() - retentionMs)
   }

@@ -19,7 +19,7 @@ private[log] object V2Checkpoints {
 
   /** Whether checkpoints of this table are written in the V2 spec: `delta.checkpointPolicy = v2` and the feature. */
   def writes(s: Snapshot): Boolean = s.metadata.configuration.get(PolicyKey).exists(_.trim.equalsIgnoreCase("v2")) &&
-    s.protocol.writerFeatures.exists(_(Feature))
+    TableFeatures.V2Checkpoint.supportedBy(s.protocol)
 
   /** The `checkpointMetadata` action of a V2 checkpoint of `version`. */
   def metadataAction(version: Long): Action =

@@ -96,4 +96,21 @@ class TableFeaturesSuite extends AnyFunSuite with LogTestSupport {
       "columnMapping", "v2Checkpoint", "inCommitTimestamp"))
     assert(TableFeatures.usedBy(metadata()).isEmpty)
   }
+
+  test("supportedBy (writers) and readBy (readers): listed, or implied by legacy versions") {
+    import TableFeatures._
+    val dv = Protocol(3, 7, Some(Set("deletionVectors")), Some(Set("deletionVectors")))
+    assert(DeletionVectors.supportedBy(dv) && DeletionVectors.readBy(dv))
+    assert(!DeletionVectors.supportedBy(Protocol(1, 2)) && !DeletionVectors.readBy(Protocol(1, 2)))
+    // Column mapping: legacy (2, 5) and reader 2 beside writer 7 both bind readers; (1, 5) implies nothing of it.
+    assert(ColumnMappingFeature.readBy(Protocol(2, 5)) && ColumnMappingFeature.supportedBy(Protocol(2, 5)))
+    val listed = Protocol(2, 7, None, Some(Set("appendOnly", "invariants", "columnMapping")))
+    assert(ColumnMappingFeature.readBy(listed) && ColumnMappingFeature.supportedBy(listed))
+    assert(!ColumnMappingFeature.readBy(Protocol(1, 5)) && !ColumnMappingFeature.supportedBy(Protocol(1, 5)))
+    // Writer-only features bind no reader; legacy versions imply only the old ones.
+    assert(!ChangeDataFeed.readBy(Protocol(1, 4)) && ChangeDataFeed.supportedBy(Protocol(1, 4)))
+    assert(ClusteringFeature.supportedBy(Protocol(1, 7, None, Some(Set("clustering", "domainMetadata")))))
+    assert(!ClusteringFeature.supportedBy(Protocol(2, 6)) && !DomainMetadata.supportedBy(Protocol(2, 6)))
+    assert(listedBy(Protocol(1, 2)).isEmpty && supportedBy(Protocol(1, 2)) == Set("appendOnly", "invariants"))
+  }
 }

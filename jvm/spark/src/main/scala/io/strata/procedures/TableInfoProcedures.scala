@@ -73,8 +73,7 @@ object DetailProcedure extends StrataProcedure {
   def row(log: TableLog): Row = {
     val s = log.snapshot()
     val m = s.metadata
-    val features = (s.protocol.readerFeatures.getOrElse(Set.empty) ++ s.protocol.writerFeatures.getOrElse(Set.empty))
-      .toSeq.sorted
+    val features = io.strata.log.TableFeatures.listedBy(s.protocol).toSeq.sorted
     Row("delta", m.id, m.name.orNull, m.description.orNull, s.tablePath.toString,
       m.createdTime.map(new java.sql.Timestamp(_)).orNull, new java.sql.Timestamp(s.timestamp),
       m.partitionColumns, clusteringColumns(s), s.files.size.toLong, s.sizeInBytes, m.configuration, s.protocol.minReaderVersion,

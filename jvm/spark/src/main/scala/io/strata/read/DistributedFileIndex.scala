@@ -1,5 +1,6 @@
 package io.strata.read
 
+import io.strata.log.TableFeatures
 import io.strata.state.DistributedFileState
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
@@ -23,7 +24,7 @@ final class DistributedFileIndex(spark: SparkSession, val state: DistributedFile
   private val head = state.head
   override def readTablePath: Path = head.tablePath
   override def readVersion: Long = head.version
-  val hasDeletionVectors: Boolean = head.protocol.readerFeatures.exists(_.contains("deletionVectors"))
+  val hasDeletionVectors: Boolean = TableFeatures.DeletionVectors.readBy(head.protocol)
 
   private lazy val totals = state.totals
 

@@ -2,7 +2,7 @@ package io.strata.read
 
 import io.strata.config.{ReadConf, ReadOptions}
 import io.strata.log.{AddFile, InvalidTableOperationException, Metadata, ProtocolSupport, Snapshot, SnapshotHead,
-  TableLog, TableNotFoundException, VacuumedFiles}
+  TableFeatures, TableLog, TableNotFoundException, VacuumedFiles}
 import io.strata.state.{DistributedFileState, DistributedVacuumCheck}
 import io.strata.table.{CatalystValues, PhysicalSchema, TableSchema}
 import org.apache.spark.sql.SparkSession
@@ -97,7 +97,7 @@ object SnapshotReader {
     val metadata = committed.flatMap(v => log.heldHead(v).map(h => Some(h.metadata))
       .getOrElse(log.readCommit(v).collectFirst { case m: Metadata => m })).getOrElse(head.metadata)
     val table = TableSchema.of(metadata)
-    val deletionVectors = head.protocol.readerFeatures.exists(_.contains("deletionVectors"))
+    val deletionVectors = TableFeatures.DeletionVectors.readBy(head.protocol)
     val index = new DeferredFileIndex(head.tablePath, version, table.partitionSchema, () => {
       val at = log.headAt(version)
       if (ReadConf.distributedState(spark, at.size) && at.classicCheckpoint) new DistributedFileIndex(spark,

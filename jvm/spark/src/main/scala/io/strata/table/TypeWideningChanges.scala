@@ -1,6 +1,6 @@
 package io.strata.table
 
-import io.strata.log.{CheckConstraints, InvalidTableOperationException, Protocol, ProtocolSupport}
+import io.strata.log.{CheckConstraints, InvalidTableOperationException, Protocol, ProtocolSupport, TableFeatures}
 import org.apache.spark.sql.types._
 
 /**
@@ -49,8 +49,7 @@ object TypeWideningChanges {
       ref == owner || ref.startsWith(owner + ".")
     }).foreach(c =>
       refuse(s"CHECK constraint ${c.name} (${c.predicate}) uses it; drop the constraint first"))
-    val preview = protocol.readerFeatures.exists(_("typeWidening-preview")) &&
-      !protocol.readerFeatures.exists(_(ProtocolSupport.TypeWideningFeature))
+    val preview = TableFeatures.TypeWideningPreview.readBy(protocol) && !TableFeatures.TypeWidening.readBy(protocol)
     def record(field: StructField, inner: List[String]): StructField = {
       val change = new MetadataBuilder().putString("fromType", from.typeName).putString("toType", to.typeName)
       if (preview) change.putLong("tableVersion", commitVersion)
