@@ -73,9 +73,12 @@ object ProtocolSupport {
   /**
    * The weakest protocol that has everything `current` and `needed` have; `current` itself when it already covers
    * `needed` (so asking for less never downgrades). A legacy writer version stands for the features it implies, so
-   * legacy and feature protocols compare; mixing them gives a feature protocol (writer 7).
+   * legacy and feature protocols compare; mixing them gives a feature protocol (writer 7). `existing`: `current` is
+   * an existing table's protocol, which keeps its legacy form when it already implies every feature asked for
+   * (delta-spark keeps writer 6 for `delta.feature.changeDataFeed`); for a new table (or two requests) a feature asked
+   * for by name gives the feature form (delta-spark creates `delta.feature.appendOnly` as writer 7).
    */
-  def merge(current: Protocol, needed: Protocol): Protocol = {
+  def merge(current: Protocol, needed: Protocol, existing: Boolean = true): Protocol = {
     def writerFeatures(p: Protocol) =
       if (p.supportsWriterFeatures) p.writerFeatures.getOrElse(Set.empty)
       else TableFeatures.impliedBy(p.minReaderVersion, p.minWriterVersion)
@@ -87,7 +90,7 @@ object ProtocolSupport {
       writerFeatures(needed).subsetOf(writerFeatures(current)) &&
       // A listed feature a legacy protocol implies is covered by it (delta-spark keeps writer 6 for
       // delta.feature.changeDataFeed); a legacy request of a higher version raises the version.
-      (current.supportsWriterFeatures || needed.supportsWriterFeatures ||
+      (current.supportsWriterFeatures || (existing && needed.supportsWriterFeatures) ||
         needed.minWriterVersion <= current.minWriterVersion)
     if (covered) current
     else if (needed.supportsWriterFeatures || current.supportsWriterFeatures) {

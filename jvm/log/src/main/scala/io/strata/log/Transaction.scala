@@ -84,7 +84,7 @@ final class Transaction private[log] (val log: TableLog, snapshot: Option[Snapsh
 
   /** Asks for at least protocol `p` in this commit (table properties delta.minWriterVersion, delta.feature.*). */
   def requireProtocol(p: Protocol): Unit =
-    requiredProtocol = Some(requiredProtocol.fold(p)(ProtocolSupport.merge(_, p))) // several asks add up
+    requiredProtocol = Some(requiredProtocol.fold(p)(ProtocolSupport.merge(_, p, existing = false))) // asks add up
 
   private var domains = Vector.empty[DomainMetadata]
   /** Stages a `domainMetadata` action for the commit (e.g. a table feature's system domain, [[Clustering]]). */
@@ -137,7 +137,8 @@ final class Transaction private[log] (val log: TableLog, snapshot: Option[Snapsh
       case Some(s) if newMetadata.isDefined => ProtocolSupport.upgradeFor(s.protocol, meta)
       case Some(s) => s.protocol
     }
-    val protocol = downgradedProtocol.getOrElse(requiredProtocol.fold(derived)(ProtocolSupport.merge(derived, _)))
+    val protocol = downgradedProtocol.getOrElse(requiredProtocol.fold(derived)(
+      ProtocolSupport.merge(derived, _, existing = readHead.isDefined)))
     ProtocolSupport.checkWritable(protocol, meta, log.tablePath.toString)
     validate(actions, meta)
     // Without the file state nothing can say which files a remove names: such a transaction only adds.

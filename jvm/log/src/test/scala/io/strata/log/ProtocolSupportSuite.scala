@@ -82,6 +82,10 @@ class ProtocolSupportSuite extends AnyFunSuite with LogTestSupport {
       Some(Set("appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns",
         "deletionVectors", "columnMapping"))))
     assert(ProtocolSupport.merge(Protocol(1, 2), Protocol(2, 5)) == Protocol(2, 5))
+    // A feature asked for by name: an existing legacy table that implies it keeps its form; a new table gets writer 7.
+    assert(ProtocolSupport.merge(Protocol(1, 6), Protocol(1, 7, None, Some(Set("changeDataFeed")))) == Protocol(1, 6))
+    assert(ProtocolSupport.merge(Protocol(1, 2), Protocol(1, 7, None, Some(Set("appendOnly"))), existing = false) ==
+      Protocol(1, 7, None, Some(Set("appendOnly", "invariants"))))
     assert(ProtocolSupport.merge(Protocol(2, 5), Protocol(2, 5)) == Protocol(2, 5))
     ProtocolSupport.checkWritable(Protocol(2, 5), metadata(configuration = mapped), "tbl")
     // A metadata change on a mapped table already on features (typeWidening unset before its drop) adds no feature:
