@@ -98,6 +98,18 @@ def checkpointed_after(spark: SparkSession, path: Path, version: int, which: str
     assert checkpoint_files(path, version) == replayed_files(path)
 
 
+def history_then_copy(spark: SparkSession, which: str, path: Path, copy: Path, interval: int) -> None:
+    """Version 0 (id, p partitioned, `delta.checkpointInterval` = interval), version 1 (rows 1/a, 2/b) appended on the
+    state path `which`, the table copied aside (keeping modification times, as cp -a does), then version 2 (DELETE of
+    p = 'a') on the driver's state, as every DML."""
+    spark.sql(f"CREATE TABLE strata.`{path}` (id BIGINT, p STRING) USING strata PARTITIONED BY (p) "
+              f"TBLPROPERTIES ('delta.checkpointInterval' = '{interval}')")
+    with state_path(spark, which):
+        strata_append(spark, path, [(1, "a"), (2, "b")], "id long, p string")  # version 1
+    shutil.copytree(path, copy)
+    spark.sql(f"DELETE FROM strata.`{path}` WHERE p = 'a'")  # version 2
+
+
 def read_on(spark: SparkSession, which: str, path: Path, columns: list[str]) -> list[tuple[Any, ...]]:
     with state_path(spark, which):
         return strata_tuples(spark, path, columns)
@@ -108,12 +120,7 @@ def test_a_copy_put_back_and_written_on_at_the_held_version(
         spark: SparkSession, peer: Peer, tmp_path: Path, which: str) -> None:
     path, copy = tmp_path / "t", tmp_path / "copy"
     cols = ["id", "p"]
-    spark.sql(f"CREATE TABLE strata.`{path}` (id BIGINT, p STRING) USING strata PARTITIONED BY (p) "
-              "TBLPROPERTIES ('delta.checkpointInterval' = '3')")
-    with state_path(spark, which):
-        strata_append(spark, path, [(1, "a"), (2, "b")], "id long, p string")  # version 1
-    shutil.copytree(path, copy)  # the copy keeps modification times, as cp -a does
-    spark.sql(f"DELETE FROM strata.`{path}` WHERE p = 'a'")  # version 2
+    history_then_copy(spark, which, path, copy, interval=3)
     assert read_on(spark, which, path, cols) == [(2, "b")]  # held (cached on the distributed path)
     all_read(spark, peer, path, cols, [(2, "b")])
 
@@ -168,12 +175,7 @@ def test_a_backup_older_than_the_held_version_written_on_past_it(
         spark: SparkSession, peer: Peer, tmp_path: Path, which: str) -> None:
     path, copy = tmp_path / "t", tmp_path / "copy"
     cols = ["id", "p"]
-    spark.sql(f"CREATE TABLE strata.`{path}` (id BIGINT, p STRING) USING strata PARTITIONED BY (p) "
-              "TBLPROPERTIES ('delta.checkpointInterval' = '5')")
-    with state_path(spark, which):
-        strata_append(spark, path, [(1, "a"), (2, "b")], "id long, p string")  # version 1
-    shutil.copytree(path, copy)
-    spark.sql(f"DELETE FROM strata.`{path}` WHERE p = 'a'")  # version 2
+    history_then_copy(spark, which, path, copy, interval=5)
     with state_path(spark, which):
         strata_append(spark, path, [(6, "b")], "id long, p string")  # version 3
         assert strata_tuples(spark, path, cols) == [(2, "b"), (6, "b")]  # held at version 3

@@ -12,7 +12,8 @@ private[log] object DomainWrites {
   def validate(actions: Seq[Action], protocol: Protocol, table: String): Unit = {
     val domains = actions.collect { case d: DomainMetadata => d }
     if (domains.isEmpty) return
-    if (!TableFeatures.DomainMetadata.supportedBy(protocol)) throw UnsupportedProtocolException("STRATA_UNSUPPORTED_PROTOCOL",
+    if (!TableFeatures.DomainMetadata.supportedBy(protocol)) throw UnsupportedProtocolException(
+      "STRATA_UNSUPPORTED_PROTOCOL",
       s"Table $table: writing metadata domain(s) ${domains.map(_.domain).distinct.mkString(", ")} needs the writer " +
         s"feature $Feature in the table's protocol; set the table property delta.feature.$Feature = 'supported'.")
     domains.groupBy(_.domain).collectFirst { case (d, ds) if ds.size > 1 => d }.foreach { d =>

@@ -133,7 +133,8 @@ object ConcurrentDomainMetadataException
  * The commit file of the version a transaction read is no longer the one it read (another [[FileStamp]], or gone):
  * the log was replaced under the table since. Its commit would land on another history; nothing is committed.
  */
-class LogReplacedException(c: String, p: Map[String, String], t: Throwable) extends ConcurrentModificationException(c, p, t)
+class LogReplacedException(c: String, p: Map[String, String], t: Throwable)
+  extends ConcurrentModificationException(c, p, t)
 object LogReplacedException extends ConflictKind("STRATA_LOG_REPLACED", new LogReplacedException(_, _, _))
 
 /** Commit retries ran out while other writers kept winning (each time without a logical conflict). */

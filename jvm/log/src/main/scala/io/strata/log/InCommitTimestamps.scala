@@ -14,7 +14,7 @@ private[log] object InCommitTimestamps {
   val EnablementVersionKey = "delta.inCommitTimestampEnablementVersion"
   val EnablementTimestampKey = "delta.inCommitTimestampEnablementTimestamp"
 
-  def enabled(m: Metadata): Boolean = m.configuration.get(EnableKey).exists(_.trim.equalsIgnoreCase("true"))
+  def enabled(m: Metadata): Boolean = TableFeatures.InCommitTimestamp.isUsedBy(m)
 
   /** Whether commits to a table with this protocol and metadata must carry in-commit timestamps. */
   def active(p: Protocol, m: Metadata): Boolean = enabled(m) && TableFeatures.InCommitTimestamp.supportedBy(p)

@@ -9,7 +9,8 @@ import scala.util.control.NonFatal
 
 /**
  * Reading the log's own small files: a commit's actions (every line must parse: a log with a damaged commit is
- * corrupt, named with the file, version and line; a commit that is not there is missing, [[MissingLogFileException]]) and the `_last_checkpoint` hint (a damaged or missing hint is only
+ * corrupt, named with the file, version and line; a commit that is not there is missing, [[MissingLogFileException]])
+ * and the `_last_checkpoint` hint (a damaged or missing hint is only
  * a missing shortcut: the listing finds the checkpoints).
  */
 private[log] object LogFileReads {

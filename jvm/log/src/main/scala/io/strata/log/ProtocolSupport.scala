@@ -5,7 +5,7 @@ package io.strata.log
  * Evolution" and "Table Features"). Every check names the version or feature that is missing.
  */
 object ProtocolSupport {
-  import FeatureSupport.{Full, NotYet, WhileUnused}
+  import FeatureSupport.{Full, NotYet}
 
   /** Reader features whose data Strata reads correctly ([[TableFeatures]]: read support Full). */
   val ReadableFeatures: Set[String] =
@@ -140,11 +140,8 @@ object ProtocolSupport {
   }
 
   /** Why Strata cannot write a table with this metadata: a feature it uses whose rules Strata does not follow yet. */
-  private def refusal(m: Metadata): Option[String] = TableFeatures.usedBy(m).collectFirst {
-    case f if f.write.isInstanceOf[WhileUnused] || f.write.isInstanceOf[NotYet] =>
-      val what = f.write match { case WhileUnused(w) => w; case NotYet(w) => w; case Full => f.name }
-      s"it uses $what (table feature ${f.name}), which Strata cannot write yet"
-  }
+  private def refusal(m: Metadata): Option[String] = TableFeatures.usedBy(m).iterator.flatMap(f =>
+    f.write.lacking.map(what => s"it uses $what (table feature ${f.name}), which Strata cannot write yet")).nextOption()
 
   /** New row-level changes are written as deletion vectors (`delta.enableDeletionVectors`). */
   def deletionVectorsEnabled(m: Metadata): Boolean = TableFeatures.DeletionVectors.isUsedBy(m)

@@ -5,7 +5,10 @@ import scala.jdk.CollectionConverters._
 import com.fasterxml.jackson.databind.JsonNode
 
 /** What Strata does with a table that supports a feature, on one side (reading it, or writing it). */
-sealed trait FeatureSupport
+sealed trait FeatureSupport {
+  /** What Strata does not do yet on this side (None: it follows the feature's rules). */
+  def lacking: Option[String] = None
+}
 
 object FeatureSupport {
   /** Strata follows the feature's rules. */
@@ -16,10 +19,14 @@ object FeatureSupport {
    * Strata does not follow them yet (`what`): a table that supports the feature without using it is written as any
    * other; one that uses it is refused, naming `what`.
    */
-  final case class WhileUnused(what: String) extends FeatureSupport
+  final case class WhileUnused(what: String) extends FeatureSupport {
+    override def lacking: Option[String] = Some(what)
+  }
 
   /** Strata cannot follow the feature's rules (`what`): a table that supports it is refused. */
-  final case class NotYet(what: String) extends FeatureSupport
+  final case class NotYet(what: String) extends FeatureSupport {
+    override def lacking: Option[String] = Some(what)
+  }
 }
 
 /**
@@ -46,7 +53,7 @@ final class TableFeature(
   /** The protocol versions the feature needs alone: its legacy ones, else (3, 7) with reader rules, (1, 7) without. */
   def versions: (Int, Int) = legacy.getOrElse(if (readerWriter) (3, 7) else (1, 7))
 
-  /** Whether a legacy protocol (`reader`, `writer` below 7) implies the feature: both its versions reach the feature's. */
+  /** Whether a legacy protocol (`reader`, `writer` below 7) implies the feature: both versions reach the feature's. */
   def impliedBy(reader: Int, writer: Int): Boolean = legacy.exists { case (r, w) => reader >= r && writer >= w }
 
   /**
@@ -54,7 +61,8 @@ final class TableFeature(
    * implied by its legacy versions.
    */
   def supportedBy(p: Protocol): Boolean =
-    if (p.supportsWriterFeatures) p.writerFeatures.exists(_(name)) else impliedBy(p.minReaderVersion, p.minWriterVersion)
+    if (p.supportsWriterFeatures) p.writerFeatures.exists(_(name))
+    else impliedBy(p.minReaderVersion, p.minWriterVersion)
 
   /**
    * Whether a reader of `p` must follow the feature's reader rules: in its reader features (reader version 3), or

@@ -22,19 +22,25 @@ object TableFeatures {
                            usedBy: Metadata => Boolean, droppable: Boolean = false, previewOf: Option[String] = None) =
     new TableFeature(name, readerWriter = true, legacy, read, write, usedBy, droppable, previewOf)
   private val never: Metadata => Boolean = _ => false
+  /** Iceberg compatibility version `v`: its rules bind a table that turns it on. */
+  private def icebergCompat(v: Int) = writer(s"icebergCompatV$v", None,
+    WhileUnused(s"Iceberg compatibility V$v (delta.enableIcebergCompatV$v)"), flag(_, s"delta.enableIcebergCompatV$v"))
 
   val AppendOnly: TableFeature = writer("appendOnly", Some((1, 2)), Full, flag(_, "delta.appendOnly"))
-  val Invariants: TableFeature = writer("invariants", Some((1, 2)), WhileUnused("column invariants (delta.invariants in the schema)"),
-    schema(_).hasFieldMetadata("delta.invariants"))
+  val Invariants: TableFeature = writer("invariants", Some((1, 2)),
+    WhileUnused("column invariants (delta.invariants in the schema)"), schema(_).hasFieldMetadata("delta.invariants"))
   val CheckConstraintsFeature: TableFeature = writer("checkConstraints", Some((1, 3)), Full,
     CheckConstraints.of(_).nonEmpty)
-  val ChangeDataFeed: TableFeature = writer("changeDataFeed", Some((1, 4)), WhileUnused("change data feed (delta.enableChangeDataFeed)"),
+  val ChangeDataFeed: TableFeature = writer("changeDataFeed", Some((1, 4)),
+    WhileUnused("change data feed (delta.enableChangeDataFeed)"),
     m => flag(m, "delta.enableChangeDataFeed") || flag(m, "delta.enableChangeDataCapture"))
-  val GeneratedColumns: TableFeature = writer("generatedColumns", Some((1, 4)), WhileUnused("generated columns (delta.generationExpression in the schema)"),
+  val GeneratedColumns: TableFeature = writer("generatedColumns", Some((1, 4)),
+    WhileUnused("generated columns (delta.generationExpression in the schema)"),
     schema(_).hasFieldMetadata("delta.generationExpression"))
   val ColumnMappingFeature: TableFeature = readerWriter("columnMapping", Some((2, 5)), Full, Full,
     ColumnMapping.enabled)
-  val IdentityColumns: TableFeature = writer("identityColumns", Some((1, 6)), WhileUnused("identity columns (delta.identity.* in the schema)"),
+  val IdentityColumns: TableFeature = writer("identityColumns", Some((1, 6)),
+    WhileUnused("identity columns (delta.identity.* in the schema)"),
     schema(_).hasFieldMetadataPrefix("delta.identity."))
   val DeletionVectors: TableFeature = readerWriter("deletionVectors", None, Full, Full,
     flag(_, "delta.enableDeletionVectors"), droppable = true)
@@ -48,12 +54,9 @@ object TableFeatures {
     NotYet("catalog-managed commits"), never)
   val CatalogOwnedPreview: TableFeature = readerWriter("catalogOwned-preview", None, NotYet("catalog-owned commits"),
     NotYet("catalog-owned commits"), never)
-  val IcebergCompatV1: TableFeature = writer("icebergCompatV1", None, WhileUnused("Iceberg compatibility V1 (delta.enableIcebergCompatV1)"),
-    flag(_, "delta.enableIcebergCompatV1"))
-  val IcebergCompatV2: TableFeature = writer("icebergCompatV2", None, WhileUnused("Iceberg compatibility V2 (delta.enableIcebergCompatV2)"),
-    flag(_, "delta.enableIcebergCompatV2"))
-  val IcebergCompatV3: TableFeature = writer("icebergCompatV3", None, WhileUnused("Iceberg compatibility V3 (delta.enableIcebergCompatV3)"),
-    flag(_, "delta.enableIcebergCompatV3"))
+  val IcebergCompatV1: TableFeature = icebergCompat(1)
+  val IcebergCompatV2: TableFeature = icebergCompat(2)
+  val IcebergCompatV3: TableFeature = icebergCompat(3)
   val IcebergWriterCompatV1: TableFeature = writer("icebergWriterCompatV1", None,
     NotYet("Iceberg writer compatibility V1"), flag(_, "delta.enableIcebergWriterCompatV1"))
   val IcebergWriterCompatV3: TableFeature = writer("icebergWriterCompatV3", None,
@@ -62,8 +65,8 @@ object TableFeatures {
   val ClusteringFeature: TableFeature = writer("clustering", None, Full, never)
   val VacuumProtocolCheck: TableFeature = readerWriter("vacuumProtocolCheck", None, Full, Full, never,
     droppable = true)
-  val InCommitTimestamp: TableFeature = writer("inCommitTimestamp", None, Full, flag(_, "delta.enableInCommitTimestamps"),
-    droppable = true)
+  val InCommitTimestamp: TableFeature = writer("inCommitTimestamp", None, Full,
+    flag(_, "delta.enableInCommitTimestamps"), droppable = true)
   // Files written before a widening are read back upcast by Spark's Parquet reader; writes follow the widened
   // schema, and ALTER COLUMN TYPE records delta.typeChanges, refusing any change PROTOCOL.md does not list.
   val TypeWidening: TableFeature = readerWriter("typeWidening", None, Full, Full,
@@ -82,8 +85,8 @@ object TableFeatures {
   val CheckpointProtection: TableFeature = writer("checkpointProtection", None, Full, never)
   val CoordinatedCommitsPreview: TableFeature = writer("coordinatedCommits-preview", None,
     NotYet("coordinated commits"), never)
-  val AllowColumnDefaults: TableFeature = writer("allowColumnDefaults", None, WhileUnused("column defaults (CURRENT_DEFAULT in the schema)"),
-    schema(_).hasFieldMetadata("CURRENT_DEFAULT"))
+  val AllowColumnDefaults: TableFeature = writer("allowColumnDefaults", None,
+    WhileUnused("column defaults (CURRENT_DEFAULT in the schema)"), schema(_).hasFieldMetadata("CURRENT_DEFAULT"))
   val CollationsPreview: TableFeature = writer("collations-preview", None, NotYet("collations"), never)
   val MaterializePartitionColumns: TableFeature = writer("materializePartitionColumns", None,
     NotYet("materialized partition columns"), flag(_, "delta.enableMaterializePartitionColumnsFeature"))
@@ -115,7 +118,8 @@ object TableFeatures {
   def impliedBy(reader: Int, writer: Int): Set[String] = all.filter(_.impliedBy(reader, writer)).map(_.name).toSet
 
   /** The feature names a protocol lists (reader and writer lists), none implied. */
-  def listedBy(p: Protocol): Set[String] = p.readerFeatures.getOrElse(Set.empty) ++ p.writerFeatures.getOrElse(Set.empty)
+  def listedBy(p: Protocol): Set[String] =
+    p.readerFeatures.getOrElse(Set.empty) ++ p.writerFeatures.getOrElse(Set.empty)
 
   /** Every feature a protocol supports: listed (reader and writer lists), or implied by its legacy versions. */
   def supportedBy(p: Protocol): Set[String] =

@@ -240,7 +240,8 @@ final class Transaction private[log] (val log: TableLog, snapshot: Option[Snapsh
       val now = log.commitStamp(v)
       if (!now.exists(_.sameFile(read))) {
         val operation = now.flatMap(_ => scala.util.Try(log.readCommit(v)).toOption
-          .flatMap(_.collectFirst { case c: CommitInfo => c.operation }.flatten)).getOrElse(if (now.isEmpty) "gone" else "?")
+          .flatMap(_.collectFirst { case c: CommitInfo => c.operation }.flatten))
+          .getOrElse(if (now.isEmpty) "gone" else "?")
         throw LogReplacedException(v, operation, s"read ${FileNames.deltaFile(log.logPath, v)} as " +
           s"$read, now ${now.fold("absent")(_.toString)}")
       }

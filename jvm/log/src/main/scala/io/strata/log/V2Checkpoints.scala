@@ -11,15 +11,14 @@ import org.apache.hadoop.fs.Path
  * starting point, or fails naming the file).
  */
 private[log] object V2Checkpoints {
-  val Feature = "v2Checkpoint"
   val SidecarKey = "sidecar"
   val SidecarDir = "_sidecars"
   val MetadataKey = "checkpointMetadata"
   val PolicyKey = "delta.checkpointPolicy"
 
   /** Whether checkpoints of this table are written in the V2 spec: `delta.checkpointPolicy = v2` and the feature. */
-  def writes(s: Snapshot): Boolean = s.metadata.configuration.get(PolicyKey).exists(_.trim.equalsIgnoreCase("v2")) &&
-    TableFeatures.V2Checkpoint.supportedBy(s.protocol)
+  def writes(s: Snapshot): Boolean =
+    TableFeatures.V2Checkpoint.isUsedBy(s.metadata) && TableFeatures.V2Checkpoint.supportedBy(s.protocol)
 
   /** The `checkpointMetadata` action of a V2 checkpoint of `version`. */
   def metadataAction(version: Long): Action =

@@ -58,7 +58,8 @@ object Vacuum {
     // A version committed since the listing started may name a file again (a RESTORE): keep what it reads too. So
     // does a log replaced under the table since (the same version number, another commit file: another history).
     val latest = log.snapshot()
-    val unchanged = latest.version == snapshot.version && FileStamp.same(latest.segment.commitStamp, snapshot.segment.commitStamp)
+    val unchanged = latest.version == snapshot.version &&
+      FileStamp.same(latest.segment.commitStamp, snapshot.segment.commitStamp)
     val targets = (if (unchanged) found else {
       val again = VacuumRules.retainedKeys(root, latest.files, latest.tombstones, cutoff)
       found.filterNot(t => again.contains(VacuumRules.key(new org.apache.hadoop.fs.Path(t.path))))

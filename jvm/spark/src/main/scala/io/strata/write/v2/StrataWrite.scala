@@ -43,7 +43,8 @@ final class StrataWrite(log: TableLog, info: LogicalWriteInfo, tableWrite: Table
   override def requiredDistribution(): Distribution = distributionMode match {
     case _ if partitionColumns.isEmpty => Distributions.unspecified()
     case DistributionMode.None => Distributions.unspecified()
-    case DistributionMode.Hash => Distributions.clustered(partitionColumns.map(c => ColumnNames.reference(c): Expression).toArray)
+    case DistributionMode.Hash =>
+      Distributions.clustered(partitionColumns.map(c => ColumnNames.reference(c): Expression).toArray)
     case DistributionMode.Range => Distributions.ordered(partitionSort)
   }
 
